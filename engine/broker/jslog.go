@@ -1,0 +1,278 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// Log is one domain stream as statelog.Log.
+type Log struct {
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	name    string
+	durable string
+	log     *slog.Logger
+}
+
+var _ statelog.Log = (*Log)(nil)
+
+// NewLog wraps a stream; durable is this node's consumer name.
+func NewLog(js jetstream.JetStream, s jetstream.Stream, node string, log *slog.Logger) *Log {
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, durable: ConsumerName(node),
+		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
+}
+
+// Stream is the stream's name.
+func (l *Log) Stream() string { return l.name }
+
+// Publish appends with the op id and the expected last subject sequence.
+func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) (statelog.PubAck, error) {
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if expectLast != nil {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expectLast))
+	}
+	opts = append(opts, jetstream.WithExpectStream(l.name))
+	ack, err := l.js.Publish(ctx, subject, data, opts...)
+	if err != nil {
+		return statelog.PubAck{}, classify(err)
+	}
+	return statelog.PubAck{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// classify turns a broker answer into the framework's errors.
+func classify(err error) error {
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+			w := &statelog.WrongSequenceError{}
+			if i := strings.LastIndex(ae.Description, ":"); i >= 0 {
+				w.Last, _ = strconv.ParseUint(strings.TrimSpace(ae.Description[i+1:]), 10, 64)
+			}
+			return w
+		case 10077: // JSStreamStoreFailedF: "maximum bytes exceeded" under discard new
+			if strings.Contains(ae.Description, "maximum bytes") || strings.Contains(ae.Description, "maximum messages") {
+				return fmt.Errorf("%w: %s", statelog.ErrLogFull, ae.Description)
+			}
+		case 10158: // a publish with this id is still in process: indefinite
+			return fmt.Errorf("%w: %s", statelog.ErrNoAnswer, ae.Description)
+		}
+		if ae.Code == 503 && strings.Contains(strings.ToLower(ae.Description), "quorum") {
+			return fmt.Errorf("%w: %s", statelog.ErrNoQuorum, ae.Description)
+		}
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrConnectionDraining) {
+		return fmt.Errorf("%w: %v", statelog.ErrNoAnswer, err)
+	}
+	return err
+}
+
+func stored(m *jetstream.RawStreamMsg) statelog.StoredMsg {
+	return statelog.StoredMsg{Seq: m.Sequence, Subject: m.Subject, MsgID: m.Header.Get(jetstream.MsgIDHeader), Data: m.Data, Time: m.Time}
+}
+
+// LastOnSubject returns the newest message on subject.
+func (l *Log) LastOnSubject(ctx context.Context, subject string) (statelog.StoredMsg, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return statelog.StoredMsg{}, statelog.ErrNoMessage
+		}
+		return statelog.StoredMsg{}, classify(err)
+	}
+	return stored(m), nil
+}
+
+// Get returns the message at seq.
+func (l *Log) Get(ctx context.Context, seq uint64) (statelog.StoredMsg, error) {
+	m, err := l.stream.GetMsg(ctx, seq)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return statelog.StoredMsg{}, statelog.ErrNoMessage
+		}
+		return statelog.StoredMsg{}, classify(err)
+	}
+	return stored(m), nil
+}
+
+// Info reads the stream's state from the broker.
+func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return statelog.LogInfo{}, classify(err)
+	}
+	return statelog.LogInfo{FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Bytes: info.State.Bytes,
+		MaxBytes: info.Config.MaxBytes, Created: info.Created}, nil
+}
+
+// SubjectCount is how many messages the stream holds on subject.
+func (l *Log) SubjectCount(ctx context.Context, subject string) (uint64, error) {
+	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Subjects[subject], nil
+}
+
+// Subscribe opens this node's durable consumer so it delivers every
+// message after checkpoint, rebuilding it where it disagrees with the rows.
+func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscription, error) {
+	cons, err := l.reader(ctx, checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{})}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		d := statelog.Delivery{
+			StoredMsg: statelog.StoredMsg{Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader),
+				Data: m.Data(), Time: md.Timestamp},
+			Pending: md.NumPending,
+			Ack:     m.Ack,
+		}
+		select {
+		case sub.c <- d:
+		case <-sub.done:
+			// Stopped and abandoned: the message stays unacknowledged and
+			// comes back to the next reader.
+		}
+	}, jetstream.PullMaxMessages(1024), jetstream.PullExpiry(30*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			l.log.Debug("jetstream_consume_error", engine.LogErr, err.Error())
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("broker: consume %s: %w", l.name, err)
+	}
+	sub.cc = cc
+	return sub, nil
+}
+
+type subscription struct {
+	c    chan statelog.Delivery
+	done chan struct{}
+	cc   jetstream.ConsumeContext
+	once sync.Once
+}
+
+func (s *subscription) C() <-chan statelog.Delivery { return s.c }
+
+func (s *subscription) Done() <-chan struct{} { return s.done }
+
+// Stop drains the consumer (messages already pulled are still handed
+// over), then closes Done so the applier finishes and exits.
+func (s *subscription) Stop() {
+	s.once.Do(func() {
+		s.cc.Drain()
+		select {
+		case <-s.cc.Closed():
+		case <-time.After(5 * time.Second):
+			s.cc.Stop()
+		}
+		close(s.done)
+	})
+}
+
+// drift names how this node's durable reader disagrees with its rows.
+func drift(info *jetstream.ConsumerInfo, checkpoint uint64) string {
+	switch {
+	case info.AckFloor.Stream > checkpoint:
+		return "acknowledged_past_checkpoint"
+	case info.Delivered.Stream > checkpoint:
+		return "delivered_past_checkpoint"
+	case info.NumAckPending > 0:
+		return "in_flight_for_a_gone_reader"
+	case info.Delivered.Stream < checkpoint:
+		return "behind_checkpoint"
+	}
+	return ""
+}
+
+func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       l.durable,
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 8192,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if checkpoint > 0 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = checkpoint + 1
+	}
+	return cfg
+}
+
+// reader returns this node's durable consumer positioned at the
+// checkpoint. The checkpoint, never the consumer, is where the node
+// resumes; a consumer that disagrees is deleted and created again there.
+func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
+	cons, err := l.stream.Consumer(ctx, l.durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: read consumer %s on %s: %w", l.durable, l.name, err)
+	}
+	info := cons.CachedInfo()
+	d := drift(info, checkpoint)
+	if d == "" {
+		return cons, nil
+	}
+	attrs := []any{engine.LogDomain, l.domainName(), "drift", d, "checkpoint", checkpoint,
+		"ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream, "ack_pending", info.NumAckPending}
+	rebuilt, err := l.rebuild(ctx, checkpoint)
+	if err == nil {
+		if d == "acknowledged_past_checkpoint" {
+			l.log.Warn(engine.EvConsumerRebuilt, attrs...)
+		} else {
+			l.log.Info(engine.EvConsumerRebuilt, attrs...)
+		}
+		return rebuilt, nil
+	}
+	switch d {
+	case "behind_checkpoint", "in_flight_for_a_gone_reader":
+		// Neither drift handed over a record past the checkpoint, so the
+		// reader the broker still holds loses nothing; the next boot
+		// rebuilds it.
+		if held, herr := l.stream.Consumer(ctx, l.durable); herr == nil {
+			l.log.Warn(engine.EvConsumerRebuildFailed, append(attrs, engine.LogErr, err.Error())...)
+			return held, nil
+		}
+	}
+	return nil, fmt.Errorf("broker: the %s reader disagrees with this node's rows (%s) and could not be rebuilt: %w", l.domainName(), d, err)
+}
+
+func (l *Log) rebuild(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
+	if err := l.stream.DeleteConsumer(ctx, l.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, err
+	}
+	return l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
+}
+
+func (l *Log) domainName() string {
+	if d, ok := engine.DomainOfStream(l.name); ok {
+		return string(d)
+	}
+	return l.name
+}

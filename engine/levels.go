@@ -1,0 +1,102 @@
+package engine
+
+import "time"
+
+// ReadLevel is how fresh an answer must be (the Read Consistency page).
+type ReadLevel string
+
+// The four levels.
+const (
+	Linearizable     ReadLevel = "linearizable"
+	Session          ReadLevel = "session"
+	Stale            ReadLevel = "stale"
+	ConsistentPrefix ReadLevel = "consistent_prefix"
+)
+
+// ParseReadLevel accepts exactly the four level names.
+func ParseReadLevel(s string) (ReadLevel, bool) {
+	switch l := ReadLevel(s); l {
+	case Linearizable, Session, Stale, ConsistentPrefix:
+		return l, true
+	}
+	return "", false
+}
+
+// ReadOptions is what a surface asks of a read. The surface, not the
+// caller, sets Level; MinPosition and the lag bounds come from the REST
+// grammar or a seat's floors.
+type ReadOptions struct {
+	Level       ReadLevel
+	MinPosition *Position
+	// MaxLagSeq and MaxLagSeconds bound a stale read; zero is no bound.
+	MaxLagSeq     uint64
+	MaxLagSeconds float64
+}
+
+// Lag is how far this node's rows are behind the log's end, in records and,
+// where this node's drain rate is measured, in seconds.
+type Lag struct {
+	Seq     uint64   `json:"seq"`
+	Seconds *float64 `json:"seconds,omitempty"`
+}
+
+// Incomplete says how many records this node retained rather than applied
+// could intersect a set answer. Direction is always "unknown".
+type Incomplete struct {
+	Records   int      `json:"records"`
+	From      Position `json:"from"`
+	Scope     []string `json:"scope"`
+	Direction string   `json:"direction"`
+}
+
+// ReadInfo heads every read answer: the level actually served, the
+// position the rows stand at, the lag, and completeness.
+type ReadInfo struct {
+	Level       ReadLevel   `json:"level"`
+	SeenThrough Position    `json:"seen_through"`
+	Lag         *Lag        `json:"lag,omitempty"`
+	Complete    bool        `json:"complete"`
+	Incomplete  *Incomplete `json:"incomplete,omitempty"`
+	// Note says, in a sentence, what the answer does not promise (a search
+	// carries no read-your-writes floor; a replication answer weakened).
+	Note string `json:"note,omitempty"`
+}
+
+// Outcome is how a write ended: applied, pending or unknown.
+type Outcome string
+
+// The three outcomes (Replication › A write has three outcomes).
+const (
+	Applied Outcome = "applied"
+	Pending Outcome = "pending"
+	Unknown Outcome = "unknown"
+)
+
+// WriteOptions is what a surface brings to a write: the operation id the
+// caller brought back or the surface derived (empty: mint a fresh one).
+type WriteOptions struct {
+	OpID string
+}
+
+// WriteResult heads every write answer. Position is the token; it is
+// absent on unknown. Lag is present on pending.
+type WriteResult struct {
+	OpID     string  `json:"op_id"`
+	Outcome  Outcome `json:"outcome"`
+	Position string  `json:"position,omitempty"`
+	Lag      *Lag    `json:"lag,omitempty"`
+	// Message says what to do with a pending or unknown outcome.
+	Message string `json:"message,omitempty"`
+}
+
+// Clock is injected wherever time decides something (the ledger's sweep,
+// retry budgets), so tests can run days in milliseconds.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,41 @@
+package engine
+
+// Log keys every package writes under, so lines are greppable fleet-wide.
+const (
+	LogComponent = "component"
+	LogDomain    = "domain"
+	LogStream    = "stream"
+	LogPosition  = "position"
+	LogOpID      = "op_id"
+	LogGate      = "gate"
+	LogWriter    = "writer"
+	LogErr       = "err"
+)
+
+// Components, one per code that writes lines.
+const (
+	ComponentStatelog = "statelog"
+	ComponentEngine   = "engine"
+	ComponentBroker   = "broker"
+	ComponentStore    = "store"
+	ComponentMCP      = "mcp"
+	ComponentHTTP     = "http"
+	ComponentNode     = "node"
+)
+
+// Event names the seeds fix. The slog message is exactly one of these.
+const (
+	EvApplyRetrying         = "statelog_apply_retrying"
+	EvApplyFaulted          = "statelog_apply_faulted"
+	EvApplyRecovered        = "statelog_apply_recovered"
+	EvApplierStopped        = "statelog_applier_stopped"
+	EvRecordGated           = "statelog_record_gated"
+	EvWriteGated            = "statelog_write_gated"
+	EvPublishUnknown        = "statelog_publish_unknown"
+	EvWriteUnvouched        = "statelog_write_unvouched"
+	EvConsumerRebuilt       = "jetstream_domain_consumer_rebuilt"
+	EvConsumerRebuildFailed = "jetstream_domain_consumer_rebuild_failed"
+	EvStreamCapacityDiffers = "jetstream_stream_capacity_differs"
+	EvStoreTxRetry          = "store_tx_retry"
+	EvRederived             = "statelog_rederived"
+)

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+)
+
+// Modes a node runs in. maintenance and seal are capacity windows that
+// publish nothing: linearizable reads and writes refuse `maintenance`.
+const (
+	ModeNormal      = "normal"
+	ModeMaintenance = "maintenance"
+	ModeSeal        = "seal"
+)
+
+// Config is everything one node is built from. cmd/crewlet maps the YAML
+// file and flags onto it; zero fields take the defaults below.
+type Config struct {
+	// Name is node.name: the durable consumers and the writer field of
+	// every record carry it. Default: the host name.
+	Name string
+	// DataDir holds crewlet-replicated.db and, unless Stream.StoreDir is
+	// set, the broker store under DataDir/stream.
+	DataDir string
+	// Mode is normal, maintenance or seal.
+	Mode   string
+	Stream StreamConfig
+	Store  StoreConfig
+	// ApplyRetryBudget is how long a failing apply retries before the
+	// domain is faulted and reads refuse `stalled` (default 30 s).
+	ApplyRetryBudget time.Duration
+	// WriteWait is how long a write waits for this node to apply its own
+	// record before answering pending (default 5 s).
+	WriteWait time.Duration
+	// ReadBudget is how long a read waits for a position (default 2 s).
+	ReadBudget time.Duration
+	Clock      engine.Clock
+	Logger     *slog.Logger
+	// Holder describes this process in the data directory's lock file, so
+	// a second process refused the directory can name it (for example
+	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").
+	Holder string
+	// Hooks are test and failpoint seams; nil in production.
+	Hooks Hooks
+}
+
+// StreamConfig is the stream.* block of Tier A.
+type StreamConfig struct {
+	// Type is "embedded" (default) or "nats" (a later issue).
+	Type string
+	// Sync is "always" (default) or a Go duration such as "30s".
+	Sync string
+	// StoreDir is stream.store_dir (default DataDir/stream).
+	StoreDir string
+	// StoreMaxBytes is stream.store_max_bytes (0: the broker's default).
+	StoreMaxBytes int64
+	// TrackerLogMaxBytes and PagesLogMaxBytes are the logs' byte ceilings
+	// (0: DefaultLogMaxBytes).
+	TrackerLogMaxBytes int64
+	PagesLogMaxBytes   int64
+	// DuplicateWindow is the streams' Nats-Msg-Id window (default 2 min).
+	DuplicateWindow time.Duration
+}
+
+// StoreConfig is the store.* block of Tier A.
+type StoreConfig struct {
+	// BusyTimeoutSeconds is store.busy_timeout_seconds (default 5).
+	BusyTimeoutSeconds int
+}
+
+// Hooks are seams for tests and failpoints.
+type Hooks struct {
+	// BeforeApplyCommit runs inside the apply transaction of each batch,
+	// after the rows and before the commit; an error fails the batch.
+	BeforeApplyCommit func(domain engine.Domain, lastSeq uint64) error
+}
+
+// Defaults.
+const (
+	DefaultDataDir          = "./crewlet-data"
+	DefaultLogMaxBytes      = 1 << 30
+	DefaultDuplicateWindow  = 2 * time.Minute
+	DefaultApplyRetryBudget = 30 * time.Second
+	DefaultWriteWait        = 5 * time.Second
+	DefaultReadBudget       = 2 * time.Second
+	DefaultBusyTimeout      = 5
+)

@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// Node is one running data node.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	lock    *os.File
+	broker  *broker.Embedded
+	db      *sql.DB
+	logs    map[engine.Domain]*broker.Log
+	tracker *statelog.Replica
+	svc     *tracker.Service
+}
+
+// Open builds and starts a node. It refuses a data directory another
+// process holds, a broker syncing otherwise than stream.sync says and a
+// stream persisting asynchronously.
+func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+	cfg, err = withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), logs: map[engine.Domain]*broker.Log{}}
+	defer func() {
+		if err != nil {
+			n.Close()
+			n = nil
+		}
+	}()
+	if n.lock, err = lockDir(cfg.DataDir, cfg.Holder); err != nil {
+		return n, err
+	}
+	sync, err := broker.ParseSync(cfg.Stream.Sync)
+	if err != nil {
+		return n, err
+	}
+	n.broker, err = broker.StartEmbedded(broker.EmbeddedOptions{ServerName: cfg.Name, StoreDir: cfg.Stream.StoreDir,
+		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger})
+	if err != nil {
+		return n, err
+	}
+	for _, d := range []struct {
+		domain   engine.Domain
+		maxBytes int64
+	}{{engine.DomainTracker, cfg.Stream.TrackerLogMaxBytes}, {engine.DomainPages, cfg.Stream.PagesLogMaxBytes}} {
+		s, err := broker.EnsureStream(ctx, n.broker.JS, broker.StreamSpec{Name: engine.StreamOf(d.domain),
+			Subjects: []string{statelog.SubjectPrefix(d.domain) + ">"}, MaxBytes: d.maxBytes, Duplicates: cfg.Stream.DuplicateWindow}, cfg.Logger)
+		if err != nil {
+			return n, err
+		}
+		n.logs[d.domain] = broker.NewLog(n.broker.JS, s, cfg.Name, cfg.Logger)
+	}
+	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
+		return n, err
+	}
+	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
+		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget}
+	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
+		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainTracker, last) }
+	}
+	if n.tracker, err = statelog.Open(ctx, rc); err != nil {
+		return n, err
+	}
+	n.svc = tracker.NewService(n.tracker, cfg.Clock)
+	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", sync.String())
+	return n, nil
+}
+
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "crewlet"
+		}
+		cfg.Name = h
+	}
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = ModeNormal
+	case ModeNormal, ModeMaintenance, ModeSeal:
+	default:
+		return cfg, fmt.Errorf("mode %q is not one of normal, maintenance, seal", cfg.Mode)
+	}
+	switch cfg.Stream.Type {
+	case "", "embedded":
+	default:
+		return cfg, fmt.Errorf("stream.type %q is not supported by this build (embedded)", cfg.Stream.Type)
+	}
+	if cfg.Stream.StoreDir == "" {
+		cfg.Stream.StoreDir = filepath.Join(cfg.DataDir, "stream")
+	}
+	if cfg.Stream.TrackerLogMaxBytes == 0 {
+		cfg.Stream.TrackerLogMaxBytes = DefaultLogMaxBytes
+	}
+	if cfg.Stream.PagesLogMaxBytes == 0 {
+		cfg.Stream.PagesLogMaxBytes = DefaultLogMaxBytes
+	}
+	if cfg.Stream.DuplicateWindow == 0 {
+		cfg.Stream.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if cfg.Store.BusyTimeoutSeconds == 0 {
+		cfg.Store.BusyTimeoutSeconds = DefaultBusyTimeout
+	}
+	if cfg.ApplyRetryBudget == 0 {
+		cfg.ApplyRetryBudget = DefaultApplyRetryBudget
+	}
+	if cfg.WriteWait == 0 {
+		cfg.WriteWait = DefaultWriteWait
+	}
+	if cfg.ReadBudget == 0 {
+		cfg.ReadBudget = DefaultReadBudget
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg, nil
+}
+
+// Name is node.name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Tracker is the tracker's service.
+func (n *Node) Tracker() *tracker.Service { return n.svc }
+
+// Log returns a domain's broker log (tests count records through it).
+func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
+
+// Broker is the embedded broker (tests stop it to inject faults).
+func (n *Node) Broker() *broker.Embedded { return n.broker }
+
+// DB is the replicated database (tests count rows through it).
+func (n *Node) DB() *sql.DB { return n.db }
+
+// Close stops the appliers, the broker and the store, in that order.
+func (n *Node) Close() error {
+	if n == nil {
+		return nil
+	}
+	var errs []error
+	if n.tracker != nil {
+		n.tracker.Close()
+	}
+	if n.broker != nil {
+		n.broker.Close()
+	}
+	if n.db != nil {
+		errs = append(errs, n.db.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close())
+	}
+	return errors.Join(errs...)
+}

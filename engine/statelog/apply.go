@@ -1,0 +1,205 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// maxBatch bounds the records one apply transaction takes.
+const maxBatch = 512
+
+// run is the applier: one goroutine per domain. It takes what has arrived
+// (blocking for the first message, then whatever else is already there),
+// applies it in one transaction and acknowledges only after the commit.
+func (r *Replica) run(ctx context.Context, cp Checkpoint) {
+	defer close(r.done)
+	c := r.sub.C()
+	batch := make([]Delivery, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		last := false
+		select {
+		case d := <-c:
+			batch = append(batch, d)
+		case <-r.sub.Done():
+			last = true
+		case <-ctx.Done():
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case d := <-c:
+				batch = append(batch, d)
+			default:
+				break fill
+			}
+		}
+		if len(batch) > 0 && !r.applyWithRetry(ctx, &cp, batch) {
+			return
+		}
+		if last && len(c) == 0 {
+			return
+		}
+	}
+}
+
+// applyWithRetry applies one batch, retrying a failure in place: the run
+// of failures is logged once when it starts, once more when it outlives the
+// retry budget (reads then refuse stalled), and once when it ends.
+func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery) bool {
+	var started time.Time
+	var lastErr error
+	backoff := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		next, applied, err := r.applyBatch(ctx, *cp, batch)
+		if err == nil {
+			r.drain.observe(applied, time.Since(t0))
+			*cp = next
+			r.progress.set(next.Seq, next.AppliedThrough)
+			if end := batch[len(batch)-1].Seq + batch[len(batch)-1].Pending; end > r.logEnd.Load() {
+				r.logEnd.Store(end)
+			}
+			// Ack after the commit: the checkpoint, not the consumer, is
+			// what this node resumes from, so a lost ack costs nothing.
+			_ = batch[len(batch)-1].Ack()
+			if attempt > 0 {
+				r.faultMu.Lock()
+				r.faulted, r.lastErr = false, nil
+				r.faultMu.Unlock()
+				r.log.Info(engine.EvApplyRecovered, "after", time.Since(started).String(), engine.LogErr, lastErr.Error(),
+					engine.LogStream, r.stream, engine.LogPosition, r.Position(next.Seq).Token())
+			}
+			return true
+		}
+		lastErr = err
+		if attempt == 0 {
+			started = time.Now()
+			r.log.Warn(engine.EvApplyRetrying, engine.LogErr, err.Error(), engine.LogStream, r.stream,
+				engine.LogPosition, r.Position(cp.Seq).Token())
+		}
+		r.faultMu.Lock()
+		r.lastErr = err
+		if !r.faulted && time.Since(started) >= r.cfg.RetryBudget {
+			r.faulted = true
+			r.log.Error(engine.EvApplyFaulted, engine.LogErr, err.Error(), engine.LogStream, r.stream,
+				engine.LogPosition, r.Position(cp.Seq).Token(), "budget", r.cfg.RetryBudget.String())
+		}
+		r.faultMu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// applyBatch writes one batch in one transaction: the domain's rows, the
+// ledger rows, the anchors and the checkpoint, committed together or not
+// at all.
+func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Delivery) (Checkpoint, int, error) {
+	if r.cfg.Disabled != nil {
+		if err := r.cfg.Disabled(); err != nil {
+			return cp, 0, err
+		}
+	}
+	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return cp, 0, err
+	}
+	defer tx.Rollback()
+	applied := 0
+	for _, d := range batch {
+		if d.Seq <= cp.Seq {
+			continue // at or below the checkpoint: already in the rows
+		}
+		if err := r.applyOne(ctx, tx, &cp, d); err != nil {
+			return cp, 0, err
+		}
+		applied++
+	}
+	if applied == 0 {
+		return cp, 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
+		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
+		return cp, 0, err
+	}
+	if r.cfg.BeforeCommit != nil {
+		if err := r.cfg.BeforeCommit(tx, cp.Seq); err != nil {
+			return cp, 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return cp, 0, err
+	}
+	return cp, applied, nil
+}
+
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) error {
+	// A retained record holds everything after it back from applied_through.
+	contiguous := cp.AppliedThrough == cp.Seq
+	cp.Seq = d.Seq
+	cp.CheckpointStoredAt = d.Time
+	rec, err := record.Decode(d.Data)
+	if err != nil {
+		var ue *record.UndecodableError
+		if !errors.As(err, &ue) {
+			return err
+		}
+		scope, _ := json.Marshal(ue.Scope)
+		_, err := tx.ExecContext(ctx, `INSERT INTO statelog_retained(domain, seq, scope, scope_known, data) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
+			string(r.domain), d.Seq, string(scope), ue.ScopeKnown, d.Data)
+		return err
+	}
+	if contiguous {
+		cp.AppliedThrough = d.Seq
+	}
+	if rec.Kind == record.KindBarrier {
+		return nil
+	}
+	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
+		ON CONFLICT(domain, subject) DO UPDATE SET seq = excluded.seq`, string(r.domain), d.Subject, d.Seq); err != nil {
+		return err
+	}
+	if rec.OpID != "" {
+		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectOf is the <verb>-<object> name of an operation id, which the
+// ledger keeps so an id sent with another write can be told apart.
+func objectOf(opID string) string {
+	if i := strings.IndexByte(opID, '.'); i >= 0 {
+		return opID[i+1:]
+	}
+	return opID
+}
+
+// Anchor reads the arbitration anchor of subject inside tx: the sequence
+// of the last record this node consumed on it, 0 when none.
+func Anchor(ctx context.Context, q ledger.Querier, domain engine.Domain, subject string) (uint64, error) {
+	var seq uint64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM statelog_anchor WHERE domain = ? AND subject = ?`, string(domain), subject).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}

@@ -1,0 +1,126 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
+)
+
+// Log is one domain's stream on the broker, as the framework needs it.
+// engine/broker implements it.
+type Log interface {
+	// Stream is the stream's name.
+	Stream() string
+	// Publish appends data on subject. msgID, when set, is the Nats-Msg-Id;
+	// expectLast, when set, is the expected last sequence on the subject
+	// (0: the subject holds nothing yet). Errors are classified as
+	// *WrongSequenceError, ErrLogFull or ErrNoAnswer where they are those.
+	Publish(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) (PubAck, error)
+	// LastOnSubject returns the newest message on subject; ErrNoMessage
+	// when the subject holds none.
+	LastOnSubject(ctx context.Context, subject string) (StoredMsg, error)
+	// Get returns the message at seq; ErrNoMessage when there is none.
+	Get(ctx context.Context, seq uint64) (StoredMsg, error)
+	// Info reads the stream's state from the broker.
+	Info(ctx context.Context) (LogInfo, error)
+	// Subscribe opens this node's durable reader, delivering every message
+	// after checkpoint (the consumer is rebuilt there when it disagrees).
+	Subscribe(ctx context.Context, checkpoint uint64) (Subscription, error)
+}
+
+// PubAck is the broker's answer to an append.
+type PubAck struct {
+	Seq       uint64
+	Duplicate bool
+}
+
+// StoredMsg is a message read back from the stream.
+type StoredMsg struct {
+	Seq     uint64
+	Subject string
+	MsgID   string
+	Data    []byte
+	Time    time.Time
+}
+
+// LogInfo is the stream's state.
+type LogInfo struct {
+	FirstSeq uint64
+	LastSeq  uint64
+	Bytes    uint64
+	MaxBytes int64
+	Created  time.Time
+}
+
+// Delivery is one message handed to the applier.
+type Delivery struct {
+	StoredMsg
+	// Pending is how many messages the broker had left after this one,
+	// which tells the applier where the log ends without asking.
+	Pending uint64
+	// Ack acknowledges this message and every one before it.
+	Ack func() error
+}
+
+// Subscription feeds the applier.
+type Subscription interface {
+	// C delivers messages in stream order.
+	C() <-chan Delivery
+	// Done is closed once Stop has drained the reader: whatever is still
+	// in C then is the last of it.
+	Done() <-chan struct{}
+	// Stop ends deliveries; messages already handed over stay in C.
+	Stop()
+}
+
+// Errors the Log classifies broker answers into.
+var (
+	ErrLogFull   = errors.New("statelog: the log is at its byte ceiling")
+	ErrNoAnswer  = errors.New("statelog: the broker did not answer")
+	ErrNoMessage = errors.New("statelog: no such message")
+	// ErrNoQuorum: the broker answered and a majority did not agree.
+	ErrNoQuorum = errors.New("statelog: the broker answered but no quorum committed")
+)
+
+// WrongSequenceError is the broker refusing an append whose expected last
+// subject sequence was not the subject's last (10071, or 10164 on a
+// replicated stream). Last is the subject's actual last sequence where the
+// broker said it.
+type WrongSequenceError struct{ Last uint64 }
+
+func (e *WrongSequenceError) Error() string {
+	return fmt.Sprintf("statelog: wrong last sequence on subject: %d", e.Last)
+}
+
+// Domain is a replicated domain as the framework drives it. Apply must be
+// deterministic: every node applying the same log reaches the same rows.
+type Domain interface {
+	// Name is the domain's name. Its records go on subjects under
+	// SubjectPrefix(Name()).
+	Name() engine.Domain
+	// Schema is the DDL of the domain's tables, run at open.
+	Schema() string
+	// Apply writes a record's rows inside the batch's transaction. A
+	// returned error fails the whole batch, which is retried in place;
+	// a record that is simply moot (its object already gone) returns nil.
+	Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at Applying) error
+}
+
+// Applying tells a domain where the record it applies sits.
+type Applying struct {
+	Seq  uint64
+	Time time.Time
+}
+
+// SubjectPrefix is the subject tree of a domain's stream: crewlet.<domain>.
+// The stream takes SubjectPrefix(d)+">".
+func SubjectPrefix(d engine.Domain) string { return "crewlet." + string(d) + "." }
+
+// BarrierSubject is the subject a domain's linearizable reads append their
+// barrier records on.
+func BarrierSubject(d engine.Domain) string { return SubjectPrefix(d) + "barrier" }

@@ -1,0 +1,359 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// Schema is the framework's own tables: the checkpoint (one row per
+// domain), the per-subject arbitration anchors and the records retained
+// because this build cannot decode them.
+const Schema = `
+CREATE TABLE IF NOT EXISTS statelog_checkpoint (
+	domain               TEXT PRIMARY KEY,
+	stream               TEXT NOT NULL,
+	generation           INTEGER NOT NULL,
+	seq                  INTEGER NOT NULL,
+	applied_through      INTEGER NOT NULL,
+	stream_created_at    INTEGER NOT NULL,
+	checkpoint_stored_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS statelog_anchor (
+	domain  TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	seq     INTEGER NOT NULL,
+	PRIMARY KEY (domain, subject)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS statelog_retained (
+	domain      TEXT NOT NULL,
+	seq         INTEGER NOT NULL,
+	scope       TEXT NOT NULL,
+	scope_known INTEGER NOT NULL,
+	data        BLOB NOT NULL,
+	PRIMARY KEY (domain, seq)
+) WITHOUT ROWID;
+`
+
+// Config is what a Replica is built from.
+type Config struct {
+	Node       string
+	Generation uint64
+	DB         *sql.DB
+	Log        Log
+	Domain     Domain
+	Clock      engine.Clock
+	Logger     *slog.Logger
+	// Publishing is false in a capacity window (maintenance, seal): the
+	// replica then appends nothing, barriers included.
+	Publishing bool
+	// RetryBudget, WriteWait and ReadBudget: see node.Config.
+	RetryBudget time.Duration
+	WriteWait   time.Duration
+	ReadBudget  time.Duration
+	// PublishTimeout bounds one append (default 5 s).
+	PublishTimeout time.Duration
+	// WriteRounds bounds how often a write is decided again after losing
+	// the arbitration (default 16).
+	WriteRounds int
+	// BeforeCommit runs inside every batch transaction before the commit.
+	BeforeCommit func(tx *sql.Tx, lastSeq uint64) error
+	// Disabled, when set, makes every batch fail with its error: a test
+	// seam that halts the applier in place.
+	Disabled func() error
+}
+
+// Replica is one domain's replicated copy on this node: its applier, its
+// write path and its read path.
+type Replica struct {
+	cfg    Config
+	domain engine.Domain
+	stream string
+	log    *slog.Logger
+
+	progress progress
+	// ownLast is the highest sequence this node's own writes landed at.
+	ownLast atomic.Uint64
+	// logEnd is the last sequence the broker is known to hold, learnt from
+	// deliveries and appends without asking.
+	logEnd atomic.Uint64
+	drain  drainRate
+
+	faultMu  sync.Mutex
+	faulted  bool
+	lastErr  error
+	stopped  error
+	barriers barrierGroup
+
+	sub    Subscription
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Checkpoint is a domain's row of statelog_checkpoint.
+type Checkpoint struct {
+	Stream             string
+	Generation         uint64
+	Seq                uint64
+	AppliedThrough     uint64
+	StreamCreatedAt    time.Time
+	CheckpointStoredAt time.Time
+}
+
+// Open creates the framework's and the domain's tables, reads the
+// checkpoint and starts the applier from it, never from the consumer.
+func Open(ctx context.Context, cfg Config) (*Replica, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.RetryBudget == 0 {
+		cfg.RetryBudget = 30 * time.Second
+	}
+	if cfg.WriteWait == 0 {
+		cfg.WriteWait = 5 * time.Second
+	}
+	if cfg.ReadBudget == 0 {
+		cfg.ReadBudget = 2 * time.Second
+	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = 5 * time.Second
+	}
+	if cfg.WriteRounds == 0 {
+		cfg.WriteRounds = 16
+	}
+	if cfg.Generation == 0 {
+		cfg.Generation = 1
+	}
+	r := &Replica{
+		cfg:    cfg,
+		domain: cfg.Domain.Name(),
+		stream: cfg.Log.Stream(),
+		log:    cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog, engine.LogDomain, string(cfg.Domain.Name())),
+		done:   make(chan struct{}),
+	}
+	r.progress.init()
+	if err := r.migrate(ctx); err != nil {
+		return nil, err
+	}
+	info, err := cfg.Log.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
+	}
+	cp, err := r.ensureCheckpoint(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	r.progress.set(cp.Seq, cp.AppliedThrough)
+	r.logEnd.Store(max(info.LastSeq, cp.Seq))
+	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
+	if err != nil {
+		return nil, err
+	}
+	r.sub = sub
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go r.run(runCtx, cp)
+	return r, nil
+}
+
+func (r *Replica) migrate(ctx context.Context) error {
+	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, ddl := range []string{Schema, ledger.Schema, r.cfg.Domain.Schema()} {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// ensureCheckpoint reads the domain's checkpoint, creating it at zero keyed
+// to the live stream's creation instant on a first boot.
+func (r *Replica) ensureCheckpoint(ctx context.Context, info LogInfo) (Checkpoint, error) {
+	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer tx.Rollback()
+	cp, ok, err := readCheckpoint(ctx, tx, r.domain)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if !ok {
+		cp = Checkpoint{Stream: r.stream, Generation: r.cfg.Generation, StreamCreatedAt: info.Created}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_checkpoint(domain, stream, generation, seq, applied_through, stream_created_at, checkpoint_stored_at) VALUES(?,?,?,?,?,?,?)`,
+			string(r.domain), cp.Stream, cp.Generation, 0, 0, info.Created.UnixNano(), 0); err != nil {
+			return Checkpoint{}, err
+		}
+		if err := tx.Commit(); err != nil {
+			return Checkpoint{}, err
+		}
+		return cp, nil
+	}
+	if cp.Seq > info.LastSeq {
+		// The rows are past the log's end: a broker restored from an older
+		// copy, or a stream rebuilt. Applying on would key new records to
+		// rows from another history.
+		return Checkpoint{}, engine.Refuse(engine.CodeWrongStream,
+			"the %s checkpoint is at sequence %d but the log ends at %d: this node's rows are keyed to another copy of the stream. See Retention (reanchor).", r.stream, cp.Seq, info.LastSeq)
+	}
+	return cp, nil
+}
+
+func readCheckpoint(ctx context.Context, q ledger.Querier, domain engine.Domain) (Checkpoint, bool, error) {
+	var cp Checkpoint
+	var created, stored int64
+	err := q.QueryRowContext(ctx, `SELECT stream, generation, seq, applied_through, stream_created_at, checkpoint_stored_at FROM statelog_checkpoint WHERE domain = ?`, string(domain)).
+		Scan(&cp.Stream, &cp.Generation, &cp.Seq, &cp.AppliedThrough, &created, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	cp.StreamCreatedAt = time.Unix(0, created)
+	if stored != 0 {
+		cp.CheckpointStoredAt = time.Unix(0, stored)
+	}
+	return cp, true, nil
+}
+
+// Checkpoint reads the domain's checkpoint as committed.
+func (r *Replica) Checkpoint(ctx context.Context) (Checkpoint, error) {
+	cp, _, err := readCheckpoint(ctx, r.cfg.DB, r.domain)
+	return cp, err
+}
+
+// Domain is the domain this replica applies.
+func (r *Replica) Domain() engine.Domain { return r.domain }
+
+// Stream is the stream this replica reads.
+func (r *Replica) Stream() string { return r.stream }
+
+// Generation is the generation this node's rows are keyed to.
+func (r *Replica) Generation() uint64 { return r.cfg.Generation }
+
+// Node is this node's name, the writer of every record it publishes.
+func (r *Replica) Node() string { return r.cfg.Node }
+
+// Position turns a sequence on this replica's log into a position.
+func (r *Replica) Position(seq uint64) engine.Position {
+	return engine.Position{Stream: r.stream, Generation: r.cfg.Generation, Seq: seq}
+}
+
+// Applied is the checkpoint sequence the applier has committed.
+func (r *Replica) Applied() uint64 { s, _ := r.progress.get(); return s }
+
+// WaitApplied blocks until the applier has committed seq or ctx ends.
+func (r *Replica) WaitApplied(ctx context.Context, seq uint64) error {
+	return r.progress.wait(ctx, seq)
+}
+
+// Fault returns the error the applier is stuck on once it is past the
+// retry budget (or has stopped for good), nil otherwise.
+func (r *Replica) Fault() error {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if r.stopped != nil {
+		return r.stopped
+	}
+	if r.faulted {
+		return r.lastErr
+	}
+	return nil
+}
+
+// Close stops the applier after it has applied what was handed to it, so
+// a clean stop leaves the consumer level with the checkpoint. An applier
+// stuck retrying is given a short grace and then abandoned mid-batch,
+// which loses nothing: the batch was never committed or acknowledged.
+func (r *Replica) Close() {
+	r.sub.Stop()
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+	}
+	r.cancel()
+	<-r.done
+}
+
+// progress is the committed checkpoint, with a channel closed and replaced
+// on every advance so waiters need no polling.
+type progress struct {
+	mu      sync.Mutex
+	seq     uint64
+	applied uint64
+	ch      chan struct{}
+}
+
+func (p *progress) init() { p.ch = make(chan struct{}) }
+
+func (p *progress) set(seq, applied uint64) {
+	p.mu.Lock()
+	p.seq, p.applied = seq, applied
+	close(p.ch)
+	p.ch = make(chan struct{})
+	p.mu.Unlock()
+}
+
+func (p *progress) get() (uint64, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq, p.applied
+}
+
+func (p *progress) wait(ctx context.Context, seq uint64) error {
+	for {
+		p.mu.Lock()
+		if p.seq >= seq {
+			p.mu.Unlock()
+			return nil
+		}
+		ch := p.ch
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// drainRate is this node's measured apply rate in records a second, an
+// exponentially weighted average over batches, used to turn a lag in
+// records into seconds and a retry hint.
+type drainRate struct {
+	mu   sync.Mutex
+	rate float64 // records per second; 0 = not measured yet
+}
+
+func (d *drainRate) observe(records int, took time.Duration) {
+	if records == 0 || took <= 0 {
+		return
+	}
+	r := float64(records) / took.Seconds()
+	d.mu.Lock()
+	if d.rate == 0 {
+		d.rate = r
+	} else {
+		d.rate = 0.8*d.rate + 0.2*r
+	}
+	d.mu.Unlock()
+}
+
+func (d *drainRate) get() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rate
+}

@@ -1,0 +1,201 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// Proposal is what a domain decided a write appends.
+type Proposal struct {
+	Kind    string
+	Subject string
+	Scope   []string
+	Payload any
+}
+
+// Decide reads the local rows inside one snapshot and returns the record
+// to append, or a refusal. It may run several times: once per round lost
+// to another writer on the same subject.
+type Decide func(ctx context.Context, tx *sql.Tx) (*Proposal, error)
+
+// Written is a write's answer from the framework: the outcome and, where
+// the record landed, its sequence. Replayed says the answer is an earlier
+// copy's (from the ledger, the duplicate window or the log), so nothing
+// this attempt decided may be used: read the object's rows instead.
+type Written struct {
+	engine.WriteResult
+	Seq      uint64
+	Replayed bool
+}
+
+// Write runs the write path for one operation. name is the <verb>-<object>
+// the operation must carry: an id brought back with another write is
+// refused before anything is decided.
+func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Written, error) {
+	opID := op.String()
+	out := Written{WriteResult: engine.WriteResult{OpID: opID}}
+	if !r.cfg.Publishing {
+		return out, engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
+	}
+	if f := r.Fault(); f != nil {
+		return out, r.stalledRefusal(f)
+	}
+	// A retry the ledger records is answered, not decided again.
+	if e, ok, err := ledger.Lookup(ctx, r.cfg.DB, opID); err != nil {
+		return out, err
+	} else if ok {
+		if e.Domain != string(r.domain) {
+			return out, engine.Refuse(engine.CodeOpReused, "op_id %s already landed on %s at %d; a different write takes a fresh id.", opID, e.Domain, e.Seq)
+		}
+		return r.answerLanded(ctx, out, e.Seq, true)
+	}
+	// Read-your-writes on the write path: this node's own last write on
+	// this log is applied before the next one decides.
+	if own := r.ownLast.Load(); own > 0 {
+		if err := r.waitFor(ctx, own, "this node's own last write on "+r.stream); err != nil {
+			return out, err
+		}
+	}
+	for round := 0; round < r.cfg.WriteRounds; round++ {
+		prop, anchor, err := r.decide(ctx, decide)
+		if err != nil {
+			return out, err
+		}
+		rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: opID, Writer: r.cfg.Node,
+			Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope}
+		if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
+			return out, err
+		}
+		if err := rec.Validate(); err != nil {
+			return out, err
+		}
+		data, err := record.Encode(rec)
+		if err != nil {
+			return out, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+		ack, err := r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+		cancel()
+		var wrong *WrongSequenceError
+		switch {
+		case err == nil && ack.Duplicate:
+			// The broker collapsed this append onto an earlier copy: that
+			// copy is the answer, provided it is about the same subject.
+			msg, gerr := r.cfg.Log.Get(ctx, ack.Seq)
+			if gerr == nil && msg.Subject != rec.Subject {
+				p := r.Position(ack.Seq)
+				return out, engine.Refuse(engine.CodeOpReused, "op_id %s already landed at %s on another object (%s); a different write takes a fresh id.", opID, p.Token(), msg.Subject)
+			}
+			r.noteOwn(ack.Seq)
+			return r.answerLanded(ctx, out, ack.Seq, true)
+		case err == nil:
+			r.noteOwn(ack.Seq)
+			return r.answerLanded(ctx, out, ack.Seq, false)
+		case errors.As(err, &wrong):
+			// Lost the arbitration, or a retry whose first copy landed.
+			last, lerr := r.cfg.Log.LastOnSubject(ctx, rec.Subject)
+			if lerr == nil && last.MsgID == opID {
+				r.noteOwn(last.Seq)
+				return r.answerLanded(ctx, out, last.Seq, true)
+			}
+			target := wrong.Last
+			if lerr == nil {
+				target = max(target, last.Seq)
+			}
+			if err := r.waitFor(ctx, target, "the record on "+rec.Subject+" that won the arbitration"); err != nil {
+				return out, err
+			}
+			continue
+		case errors.Is(err, ErrLogFull):
+			return out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
+		case errors.Is(err, ErrNoQuorum):
+			return r.resolveLost(ctx, out, rec.Subject, err)
+		default:
+			return r.resolveLost(ctx, out, rec.Subject, err)
+		}
+	}
+	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for %d rounds; retry with op_id %s.", r.cfg.WriteRounds, opID)
+}
+
+// decide runs the domain's decision and reads the subject's anchor inside
+// the same snapshot, so the expectation is exactly what was decided against.
+func (r *Replica) decide(ctx context.Context, decide Decide) (*Proposal, uint64, error) {
+	tx, err := sqlite.BeginRead(ctx, r.cfg.DB)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback()
+	prop, err := decide(ctx, tx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if prop == nil || prop.Subject == "" {
+		return nil, 0, fmt.Errorf("statelog: %s decision proposed no subject", r.domain)
+	}
+	anchor, err := Anchor(ctx, tx, r.domain, prop.Subject)
+	return prop, anchor, err
+}
+
+// resolveLost settles a publish the broker did not answer from the log
+// before anything is called unknown: the newest record on the subject
+// carrying this op id is the answer.
+func (r *Replica) resolveLost(ctx context.Context, out Written, subject string, cause error) (Written, error) {
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	last, err := r.cfg.Log.LastOnSubject(lctx, subject)
+	cancel()
+	if err == nil && last.MsgID == out.OpID {
+		r.noteOwn(last.Seq)
+		return r.answerLanded(ctx, out, last.Seq, true)
+	}
+	r.log.Warn(engine.EvPublishUnknown, engine.LogOpID, out.OpID, engine.LogStream, r.stream, "subject", subject, engine.LogErr, cause.Error())
+	out.Outcome = engine.Unknown
+	out.Message = "Nothing could be established about this write: it may be on the log and it may not. Retry with the same op_id, never a fresh one."
+	return out, nil
+}
+
+func (r *Replica) noteOwn(seq uint64) {
+	for {
+		cur := r.ownLast.Load()
+		if seq <= cur || r.ownLast.CompareAndSwap(cur, seq) {
+			break
+		}
+	}
+	r.noteLogEnd(seq)
+}
+
+// answerLanded waits up to the write wait for this node to apply the
+// record at seq: applied, or pending with its position and lag. Where the
+// ledger names another position for the op (an earlier copy), that is the
+// answer.
+func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, replayed bool) (Written, error) {
+	out.Seq, out.Replayed = seq, replayed
+	out.Position = r.Position(seq).Token()
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.WriteWait)
+	err := r.WaitApplied(wctx, seq)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		out.Outcome = engine.Pending
+		out.Lag = r.lag(r.Applied())
+		out.Message = "The record is durable at its position and this node has not applied it yet. Do not retry: the write succeeded."
+		return out, nil
+	}
+	if e, ok, err := ledger.Lookup(ctx, r.cfg.DB, out.OpID); err != nil {
+		return out, err
+	} else if ok && e.Seq != seq {
+		out.Seq, out.Replayed = e.Seq, true
+		out.Position = r.Position(e.Seq).Token()
+	}
+	out.Outcome = engine.Applied
+	return out, nil
+}
