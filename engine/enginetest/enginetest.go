@@ -1,0 +1,112 @@
+// Package enginetest holds test helpers over real parts: a node on a
+// temporary data directory with its embedded broker and SQLite file, a
+// log recorder that captures slog lines, and CheckFor. Tests only.
+package enginetest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine/node"
+)
+
+// OpenNode opens a node on dir (a fresh temporary one when empty), with
+// its logs going to rec when given. The node is closed when the test ends
+// unless the test closed it first.
+func OpenNode(t testing.TB, cfg node.Config) *node.Node {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.Name == "" {
+		cfg.Name = "n1"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = Logger()
+	}
+	n, err := node.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open node: %v", err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// Logger discards, unless CREWLET_TEST_LOG is set.
+func Logger() *slog.Logger {
+	if os.Getenv("CREWLET_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Line is one captured log line.
+type Line struct {
+	Level   slog.Level
+	Message string
+	Attrs   map[string]any
+}
+
+// Recorder is a slog.Handler that keeps every line.
+type Recorder struct {
+	mu    *sync.Mutex
+	lines *[]Line
+	attrs []slog.Attr
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{mu: &sync.Mutex{}, lines: &[]Line{}} }
+
+// Logger is a logger writing to the recorder.
+func (r *Recorder) Logger() *slog.Logger { return slog.New(r) }
+
+func (r *Recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *Recorder) Handle(_ context.Context, rec slog.Record) error {
+	l := Line{Level: rec.Level, Message: rec.Message, Attrs: map[string]any{}}
+	for _, a := range r.attrs {
+		l.Attrs[a.Key] = a.Value.Any()
+	}
+	rec.Attrs(func(a slog.Attr) bool { l.Attrs[a.Key] = a.Value.Any(); return true })
+	r.mu.Lock()
+	*r.lines = append(*r.lines, l)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	return &Recorder{mu: r.mu, lines: r.lines, attrs: append(append([]slog.Attr{}, r.attrs...), as...)}
+}
+
+func (r *Recorder) WithGroup(string) slog.Handler { return r }
+
+// Lines returns the lines whose message is msg.
+func (r *Recorder) Lines(msg string) []Line {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Line
+	for _, l := range *r.lines {
+		if l.Message == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// CheckFor retries f every interval until it returns nil or total passes.
+func CheckFor(t testing.TB, total, interval time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(interval)
+	}
+	t.Fatalf("not true within %v: %v", total, err)
+}
