@@ -48,7 +48,9 @@ CREATE TABLE IF NOT EXISTS tracker_items (
 func projectSubject(key string) string {
 	return statelog.SubjectPrefix(engine.DomainTracker) + "project." + key
 }
-func itemSubject(id string) string { return statelog.SubjectPrefix(engine.DomainTracker) + "item." + id }
+func itemSubject(id string) string {
+	return statelog.SubjectPrefix(engine.DomainTracker) + "item." + id
+}
 
 // Payloads.
 type createProject struct {
