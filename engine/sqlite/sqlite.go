@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 )
@@ -57,4 +58,31 @@ func BeginWrite(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 // snapshot, which never takes the write lock.
 func BeginRead(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 	return db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// Statements prepares hot statements once per connection instead of
+// parsing them on every call (the parser was a quarter of a read's CPU).
+type Statements struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// NewStatements returns an empty cache over db.
+func NewStatements(db *sql.DB) *Statements { return &Statements{db: db, m: map[string]*sql.Stmt{}} }
+
+// In returns query prepared for use inside tx.
+func (s *Statements) In(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st, ok := s.m[query]
+	if !ok {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, query); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.m[query] = st
+	}
+	s.mu.Unlock()
+	return tx.StmtContext(ctx, st), nil
 }

@@ -118,13 +118,17 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, err
 	}
 	defer tx.Rollback()
-	applied := 0
+	applied, retained := 0, 0
 	for _, d := range batch {
 		if d.Seq <= cp.Seq {
 			continue // at or below the checkpoint: already in the rows
 		}
-		if err := r.applyOne(ctx, tx, &cp, d); err != nil {
+		held, err := r.applyOne(ctx, tx, &cp, d)
+		if err != nil {
 			return cp, 0, err
+		}
+		if held {
+			retained++
 		}
 		applied++
 	}
@@ -140,13 +144,19 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			return cp, 0, err
 		}
 	}
+	// Counted before the commit, so no read can see the retained rows
+	// without being told to look for them.
+	r.retained.Add(int64(retained))
 	if err := tx.Commit(); err != nil {
+		r.retained.Add(-int64(retained))
 		return cp, 0, err
 	}
 	return cp, applied, nil
 }
 
-func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) error {
+// applyOne applies one record; held is true when it was retained
+// undecoded instead.
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) (held bool, err error) {
 	// A retained record holds everything after it back from applied_through.
 	contiguous := cp.AppliedThrough == cp.Seq
 	cp.Seq = d.Seq
@@ -155,33 +165,33 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if err != nil {
 		var ue *record.UndecodableError
 		if !errors.As(err, &ue) {
-			return err
+			return false, err
 		}
 		scope, _ := json.Marshal(ue.Scope)
 		_, err := tx.ExecContext(ctx, `INSERT INTO statelog_retained(domain, seq, scope, scope_known, data) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
 			string(r.domain), d.Seq, string(scope), ue.ScopeKnown, d.Data)
-		return err
+		return err == nil, err
 	}
 	if contiguous {
 		cp.AppliedThrough = d.Seq
 	}
 	if rec.Kind == record.KindBarrier {
-		return nil
+		return false, nil
 	}
 	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
 		ON CONFLICT(domain, subject) DO UPDATE SET seq = excluded.seq`, string(r.domain), d.Subject, d.Seq); err != nil {
-		return err
+		return false, err
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // objectOf is the <verb>-<object> name of an operation id, which the

@@ -26,16 +26,18 @@ func (r *Replica) Read(ctx context.Context, opts engine.ReadOptions, fn ReadFunc
 		return engine.ReadInfo{}, err
 	}
 	defer tx.Rollback()
-	cp, _, err := readCheckpoint(ctx, tx, r.domain)
-	if err != nil {
+	// The checkpoint is read first, inside the same snapshot as the rows:
+	// that is what makes seen_through the position the rows stand at.
+	var seen uint64
+	if err := r.QueryRow(ctx, tx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
 		return engine.ReadInfo{}, err
 	}
 	if err := fn(ctx, tx); err != nil {
 		return engine.ReadInfo{}, err
 	}
-	info := engine.ReadInfo{Level: opts.Level, SeenThrough: r.Position(cp.Seq), Complete: true}
+	info := engine.ReadInfo{Level: opts.Level, SeenThrough: r.Position(seen), Complete: true}
 	if opts.Level != engine.ConsistentPrefix {
-		info.Lag = r.lag(cp.Seq)
+		info.Lag = r.lag(seen)
 	}
 	inc, err := r.incomplete(ctx, tx)
 	if err != nil {
@@ -210,6 +212,9 @@ func (r *Replica) lag(seq uint64) *engine.Lag {
 // incomplete reports the records retained undecoded, which could
 // intersect any set answer of this domain.
 func (r *Replica) incomplete(ctx context.Context, tx *sql.Tx) (*engine.Incomplete, error) {
+	if r.retained.Load() == 0 {
+		return nil, nil
+	}
 	var n int
 	var from sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM statelog_retained WHERE domain = ?`, string(r.domain)).Scan(&n, &from); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -86,6 +87,9 @@ type Replica struct {
 	// deliveries and appends without asking.
 	logEnd atomic.Uint64
 	drain  drainRate
+	// retained counts records held undecoded, so a read asks the
+	// database for the incomplete block only when there is one.
+	retained atomic.Int64
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -93,6 +97,7 @@ type Replica struct {
 	stopped  error
 	barriers barrierGroup
 
+	stmts  *sqlite.Statements
 	sub    Subscription
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -138,6 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		stream: cfg.Log.Stream(),
 		log:    cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog, engine.LogDomain, string(cfg.Domain.Name())),
 		done:   make(chan struct{}),
+		stmts:  sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()
 	if err := r.migrate(ctx); err != nil {
@@ -152,6 +158,11 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.progress.set(cp.Seq, cp.AppliedThrough)
+	var retained int64
+	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ?`, string(r.domain)).Scan(&retained); err != nil {
+		return nil, err
+	}
+	r.retained.Store(retained)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {
@@ -233,6 +244,16 @@ func readCheckpoint(ctx context.Context, q ledger.Querier, domain engine.Domain)
 func (r *Replica) Checkpoint(ctx context.Context) (Checkpoint, error) {
 	cp, _, err := readCheckpoint(ctx, r.cfg.DB, r.domain)
 	return cp, err
+}
+
+// QueryRow runs a hot query inside tx through a statement prepared once
+// per connection.
+func (r *Replica) QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	st, err := r.stmts.In(ctx, tx, query)
+	if err != nil {
+		return tx.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // Domain is the domain this replica applies.

@@ -222,7 +222,7 @@ func (s *Service) itemAnswer(ctx context.Context, wr statelog.Written, err error
 	var it WorkItem
 	_, rerr := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		it, err = getItem(ctx, tx, "id", id)
+		it, err = s.getItem(ctx, tx, "id", id)
 		return err
 	})
 	if rerr == nil {
@@ -243,8 +243,8 @@ func scanItem(sc interface{ Scan(...any) error }) (WorkItem, error) {
 	return it, err
 }
 
-func getItem(ctx context.Context, tx *sql.Tx, column, value string) (WorkItem, error) {
-	return scanItem(tx.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM tracker_items WHERE `+column+` = ?`, value))
+func (s *Service) getItem(ctx context.Context, tx *sql.Tx, column, value string) (WorkItem, error) {
+	return scanItem(s.replica.QueryRow(ctx, tx, `SELECT `+itemColumns+` FROM tracker_items WHERE `+column+` = ?`, value))
 }
 
 func checkItemKey(key string) error {
@@ -265,7 +265,7 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 	}
 	var out ItemRead
 	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		it, err := getItem(ctx, tx, "key", key)
+		it, err := s.getItem(ctx, tx, "key", key)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFoundItem(key)
 		}
@@ -378,7 +378,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	}
 	var id string
 	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		it, err := getItem(ctx, tx, "key", key)
+		it, err := s.getItem(ctx, tx, "key", key)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, notFoundItem(key)
 		}
@@ -398,7 +398,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 		var it WorkItem
 		if _, rerr := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
 			var e error
-			it, e = getItem(ctx, tx, "key", key)
+			it, e = s.getItem(ctx, tx, "key", key)
 			return e
 		}); rerr == nil {
 			id = it.ID

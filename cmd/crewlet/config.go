@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/crewlet/crewlet/engine/node"
+)
+
+// Defaults of the command line that node.Config does not own.
+const (
+	DefaultHTTPListen = "127.0.0.1:7420"
+	// OperatorTokenFile is the name of the generated operator token inside
+	// the data directory.
+	OperatorTokenFile = "operator.token"
+	// EnvOperatorToken is read by `crewlet mcp --node URL` when no
+	// --token-file is given.
+	EnvOperatorToken = "CREWLET_OPERATOR_TOKEN"
+)
+
+// Config is the YAML file of Tier A fields, nested as the seeds name them
+// (`stream: {sync: always}` is stream.sync). Zero values mean "unset": the
+// node's defaults apply.
+type Config struct {
+	Node     NodeSection     `yaml:"node"`
+	Stream   StreamSection   `yaml:"stream"`
+	Store    StoreSection    `yaml:"store"`
+	Operator OperatorSection `yaml:"operator"`
+	HTTP     HTTPSection     `yaml:"http"`
+}
+
+// NodeSection is node.*.
+type NodeSection struct {
+	// Name is node.name (default: the host name).
+	Name string `yaml:"name"`
+	// Mode is node.mode: normal, maintenance or seal (default normal).
+	Mode string `yaml:"mode"`
+}
+
+// StreamSection is stream.*.
+type StreamSection struct {
+	// Type is stream.type: embedded (default) or nats.
+	Type string `yaml:"type"`
+	// Sync is stream.sync: always (default) or a Go duration like 30s.
+	Sync string `yaml:"sync"`
+	// StoreDir is stream.store_dir (default <data dir>/stream).
+	StoreDir string `yaml:"store_dir"`
+	// StoreMaxBytes is stream.store_max_bytes.
+	StoreMaxBytes ByteSize `yaml:"store_max_bytes"`
+	// TrackerLogMaxBytes is stream.tracker_log_max_bytes.
+	TrackerLogMaxBytes ByteSize `yaml:"tracker_log_max_bytes"`
+	// PagesLogMaxBytes is stream.pages_log_max_bytes.
+	PagesLogMaxBytes ByteSize `yaml:"pages_log_max_bytes"`
+}
+
+// StoreSection is store.*.
+type StoreSection struct {
+	// BusyTimeoutSeconds is store.busy_timeout_seconds (default 5).
+	BusyTimeoutSeconds int `yaml:"busy_timeout_seconds"`
+}
+
+// OperatorSection is operator.*.
+type OperatorSection struct {
+	// Token is operator.token; unset, the node generates
+	// <data dir>/operator.token on first boot and reuses it.
+	Token string `yaml:"token"`
+}
+
+// HTTPSection is http.*.
+type HTTPSection struct {
+	// Listen is http.listen (default 127.0.0.1:7420).
+	Listen string `yaml:"listen"`
+}
+
+// ConfigError is a field of the file (or a flag) that cannot be used.
+type ConfigError struct {
+	Field  string // the Tier A name, e.g. stream.sync
+	Value  string // the value given, as written
+	Reason string // what is wrong and what would be accepted
+}
+
+func (e *ConfigError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("config: %s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("config: %s: %q %s", e.Field, e.Value, e.Reason)
+}
+
+// ByteSize is a byte count written either as an integer or with a binary
+// or decimal unit: 1073741824, 1GiB, 512MiB, 2GB.
+type ByteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"B", 1},
+}
+
+// ParseByteSize reads a ByteSize.
+func ParseByteSize(s string) (ByteSize, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("is empty")
+	}
+	mult := int64(1)
+	num := s
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			mult = u.mult
+			num = strings.TrimSpace(strings.TrimSuffix(s, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New("is not a byte size (an integer, or with a unit: 512MiB, 4GiB, 2GB)")
+	}
+	if n > (1<<63-1)/mult {
+		return 0, errors.New("is too large")
+	}
+	return ByteSize(n * mult), nil
+}
+
+// UnmarshalYAML accepts an integer or a string with a unit.
+func (b *ByteSize) UnmarshalYAML(v *yaml.Node) error {
+	if v.Kind != yaml.ScalarNode {
+		return errors.New("is not a byte size")
+	}
+	n, err := ParseByteSize(v.Value)
+	if err != nil {
+		return err
+	}
+	*b = n
+	return nil
+}
+
+// LoadConfig reads the YAML file at path. Unknown keys are refused.
+func LoadConfig(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	return ParseConfig(f)
+}
+
+// ParseConfig decodes one YAML document of Tier A fields and validates it.
+// A key the file does not know is refused with an error naming it in full
+// (stream.sink, not sink).
+func ParseConfig(r io.Reader) (Config, error) {
+	var c Config
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	if len(doc.Content) == 0 {
+		return c, nil // empty file: every default
+	}
+	root := doc.Content[0]
+	if err := checkKeys(root, reflect.TypeOf(c), ""); err != nil {
+		return c, err
+	}
+	// Decode again with KnownFields as a second guard.
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+	}
+	return c, c.Validate()
+}
+
+// checkKeys refuses any mapping key of n that t (a struct with yaml tags)
+// does not declare, naming it by its dotted path.
+func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		field := strings.TrimSuffix(prefix, ".")
+		if field == "" {
+			return &ConfigError{Field: "(file)", Reason: "is not a mapping of Tier A sections (node, stream, store, operator, http)"}
+		}
+		return &ConfigError{Field: field, Value: n.Value, Reason: "is a section: write its fields nested under it"}
+	}
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+		names = append(names, prefix+name)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ft, ok := fields[k.Value]
+		if !ok {
+			return &ConfigError{Field: prefix + k.Value,
+				Reason: fmt.Sprintf("is not a Tier A field (line %d); known here: %s", k.Line, strings.Join(names, ", "))}
+		}
+		if ft.Kind() == reflect.Struct {
+			if err := checkKeys(v, ft, prefix+k.Value+"."); err != nil {
+				return err
+			}
+			continue
+		}
+		// A leaf: decode it alone so a bad value is named by its field.
+		if err := v.Decode(reflect.New(ft).Interface()); err != nil {
+			return &ConfigError{Field: prefix + k.Value, Value: v.Value, Reason: leafReason(err, ft)}
+		}
+	}
+	return nil
+}
+
+func leafReason(err error, t reflect.Type) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		switch t.Kind() {
+		case reflect.Int, reflect.Int64:
+			return "is not an integer"
+		case reflect.String:
+			return "is not a string"
+		}
+		return "has the wrong type"
+	}
+	return err.Error()
+}
+
+// Validate checks every field it can check without a broker or a disk.
+func (c *Config) Validate() error {
+	switch c.Node.Mode {
+	case "", node.ModeNormal, node.ModeMaintenance, node.ModeSeal:
+	default:
+		return &ConfigError{Field: "node.mode", Value: c.Node.Mode, Reason: "is not one of normal, maintenance, seal"}
+	}
+	if strings.ContainsAny(c.Node.Name, " \t\r\n.*>/\\") {
+		return &ConfigError{Field: "node.name", Value: c.Node.Name, Reason: "must not contain whitespace, '.', '*', '>', '/' or '\\' (it names the node's durable consumers)"}
+	}
+	switch c.Stream.Type {
+	case "", "embedded", "nats":
+	default:
+		return &ConfigError{Field: "stream.type", Value: c.Stream.Type, Reason: "is not one of embedded, nats"}
+	}
+	if c.Stream.Sync != "" {
+		if c.Stream.Type == "nats" {
+			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
+				Reason: "is refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead"}
+		}
+		if err := validateSync(c.Stream.Sync); err != nil {
+			return err
+		}
+	}
+	if c.Store.BusyTimeoutSeconds < 0 {
+		return &ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
+	}
+	if c.Operator.Token != "" {
+		if strings.ContainsAny(c.Operator.Token, " \t\r\n") {
+			return &ConfigError{Field: "operator.token", Reason: "must not contain whitespace"}
+		}
+		if len(c.Operator.Token) < 16 {
+			return &ConfigError{Field: "operator.token", Reason: "is shorter than 16 characters; leave it unset to have one generated"}
+		}
+	}
+	if c.HTTP.Listen != "" {
+		if err := validateListen("http.listen", c.HTTP.Listen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateSync(s string) error {
+	if s == "always" {
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return &ConfigError{Field: "stream.sync", Value: s, Reason: "is neither always nor a positive Go duration such as 30s"}
+	}
+	return nil
+}
+
+func validateListen(field, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &ConfigError{Field: field, Value: addr, Reason: "is not host:port (for example 127.0.0.1:7420)"}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return &ConfigError{Field: field, Value: addr, Reason: "has no valid port"}
+	}
+	_ = host
+	return nil
+}
+
+// NodeConfig maps the file onto node.Config for a node on dataDir. Fields
+// the file leaves unset stay zero, so node.Open applies its defaults.
+func (c *Config) NodeConfig(dataDir string) node.Config {
+	return node.Config{
+		Name:    c.Node.Name,
+		DataDir: dataDir,
+		Mode:    c.Node.Mode,
+		Stream: node.StreamConfig{
+			Type:               c.Stream.Type,
+			Sync:               c.Stream.Sync,
+			StoreDir:           c.Stream.StoreDir,
+			StoreMaxBytes:      int64(c.Stream.StoreMaxBytes),
+			TrackerLogMaxBytes: int64(c.Stream.TrackerLogMaxBytes),
+			PagesLogMaxBytes:   int64(c.Stream.PagesLogMaxBytes),
+		},
+		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+	}
+}

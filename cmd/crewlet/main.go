@@ -1,0 +1,178 @@
+// Command crewlet runs a Crewlet node and its surfaces.
+//
+//	crewlet serve     run a node: the embedded broker and store, and the
+//	                  operator MCP over HTTP at /operator/mcp
+//	crewlet mcp       MCP over stdio for one assistant, on an embedded node
+//	                  (--data) or against a running one (--node URL)
+//	crewlet validate  check a config file and say what it cannot check
+//
+// This package only wires flags to config to the engine and the MCP layer;
+// it holds no logic of its own.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; unset, it
+// is the module version from the build info, or "dev".
+var version = ""
+
+// Version is the version the MCP surfaces report.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// shutdownTimeout bounds a graceful stop before connections are cut.
+const shutdownTimeout = 10 * time.Second
+
+func main() {
+	// An MCP client closes our stdin and stderr together; a log line
+	// written after that must fail with EPIPE, not kill the process
+	// before the node has closed.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal starts a graceful stop, a second one
+		// takes the default action and ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	m := NewMain()
+	err := m.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(m.ExitCode(err))
+}
+
+// Main is the program: its streams and its subcommands.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr *os.File
+}
+
+// NewMain returns a Main on the process's streams.
+func NewMain() *Main {
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// Run runs the subcommand named by args[0]. A subcommand stopped by a
+// signal (ctx cancelled) has succeeded.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	err := m.run(ctx, args)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (m *Main) run(ctx context.Context, args []string) error {
+	cmd, rest := "", []string(nil)
+	if len(args) > 0 {
+		cmd, rest = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return (&ServeCommand{Main: m}).Run(ctx, rest)
+	case "mcp":
+		return (&MCPCommand{Main: m}).Run(ctx, rest)
+	case "validate":
+		return (&ValidateCommand{Main: m}).Run(ctx, rest)
+	case "version", "--version":
+		fmt.Fprintln(m.Stdout, "crewlet", Version())
+		return nil
+	case "", "help", "-h", "-help", "--help":
+		fmt.Fprint(m.Stderr, usage)
+		if cmd == "" {
+			return flag.ErrHelp
+		}
+		return nil
+	default:
+		return usageErrorf("unknown command %q", cmd)
+	}
+}
+
+// ExitCode reports err on stderr and returns the process exit code: 0 on
+// success, 2 for a usage mistake, 1 for anything else.
+func (m *Main) ExitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(m.Stderr, "crewlet: %s\nRun 'crewlet help' for usage.\n", ue.msg)
+		return 2
+	default:
+		fmt.Fprintf(m.Stderr, "crewlet: %s\n", err)
+		return 1
+	}
+}
+
+const usage = `Crewlet is an MCP-native replicated work tracker and knowledge base.
+
+Usage:
+
+	crewlet <command> [flags]
+
+Commands:
+
+	serve     run a node and serve the operator MCP at /operator/mcp
+	mcp       serve MCP over stdio (embedded node on --data, or --node URL)
+	validate  check a config file
+	version   print the version
+
+Run 'crewlet <command> -h' for a command's flags.
+`
+
+// usageError is a mistake on the command line: it is printed with a hint
+// to the usage and exits 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseFlags parses args into fs, turning a flag mistake into a usageError
+// (the flag package has already printed what was wrong and the flags).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/mcp"
+)
+
+// MCPCommand is `crewlet mcp`: MCP over stdio for one assistant. stdout
+// belongs to the protocol; every log line goes to stderr.
+type MCPCommand struct {
+	*Main
+}
+
+// mcpOptions are the resolved flags of one `crewlet mcp`.
+type mcpOptions struct {
+	Config    Config
+	DataDir   string
+	NodeURL   string // empty: embedded node on DataDir
+	Token     string // with NodeURL
+	LogFormat string
+}
+
+func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
+	fs := flag.NewFlagSet("crewlet mcp", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	configPath := fs.String("config", "", "YAML `file` of Tier A fields for the embedded node")
+	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory of the embedded node")
+	nodeURL := fs.String("node", "", "use the running node at `URL` (its operator MCP, e.g. http://127.0.0.1:7420/operator/mcp) instead of an embedded one")
+	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+EnvOperatorToken+")")
+	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, or against a running node with --node URL.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return mcpOptions{}, err
+	}
+	o := mcpOptions{DataDir: *dataDir, LogFormat: *logFormat}
+	if *nodeURL == "" {
+		if *tokenFile != "" {
+			return o, usageErrorf("--token-file needs --node URL")
+		}
+		if *configPath != "" {
+			cfg, err := LoadConfig(*configPath)
+			if err != nil {
+				return o, err
+			}
+			o.Config = cfg
+		}
+		if *dataDir == "" {
+			return o, usageErrorf("--data must name a directory")
+		}
+		return o, nil
+	}
+	if flagSet(fs, "data") || *configPath != "" {
+		return o, usageErrorf("--node URL uses a running node: --data and --config belong to an embedded one")
+	}
+	u, err := OperatorMCPURL(*nodeURL)
+	if err != nil {
+		return o, err
+	}
+	o.NodeURL = u
+	switch {
+	case *tokenFile != "":
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return o, fmt.Errorf("--token-file: %w", err)
+		}
+		o.Token = strings.TrimSpace(string(b))
+		if o.Token == "" {
+			return o, fmt.Errorf("--token-file %s is empty", *tokenFile)
+		}
+	case os.Getenv(EnvOperatorToken) != "":
+		o.Token = strings.TrimSpace(os.Getenv(EnvOperatorToken))
+	default:
+		return o, usageErrorf("--node needs the operator token: --token-file FILE (the node's <data dir>/%s) or $%s", OperatorTokenFile, EnvOperatorToken)
+	}
+	return o, nil
+}
+
+// OperatorMCPURL accepts a node's base URL or its operator MCP URL and
+// returns the latter.
+func OperatorMCPURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageErrorf("--node %q is not an http(s) URL such as http://127.0.0.1:7420/operator/mcp", raw)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/operator/mcp"
+	}
+	return u.String(), nil
+}
+
+// Run serves MCP on stdin/stdout until stdin closes or ctx ends.
+func (c *MCPCommand) Run(ctx context.Context, args []string) error {
+	o, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	logger, err := NewLogger(c.Stderr, o.LogFormat, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+
+	if o.NodeURL != "" {
+		srv, closeRemote, err := mcp.NewRemoteServer(ctx, o.NodeURL, o.Token, Version(), logger)
+		if err != nil {
+			return fmt.Errorf("--node %s: %w", o.NodeURL, err)
+		}
+		defer func() {
+			if err := closeRemote(); err != nil {
+				logger.Warn("remote close failed", engine.LogErr, err)
+			}
+		}()
+		logger.Info("serving MCP on stdio", "node_url", o.NodeURL)
+		return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
+	}
+
+	cfg := o.Config.NodeConfig(o.DataDir)
+	cfg.Logger = logger
+	cfg.Holder = "crewlet mcp (stdio)"
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		// A held data directory: the message names the holder and says to
+		// use --node URL; main prints it and exits 1.
+		return err
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			logger.Error("node close failed", engine.LogErr, err)
+		}
+	}()
+	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir)
+	return mcp.ServeStdio(ctx, mcp.NewServer(n.Tracker(), Version(), logger), c.Stdin, c.Stdout, logger)
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/mcp"
+)
+
+// ServeCommand is `crewlet serve`: one node and its HTTP surfaces.
+type ServeCommand struct {
+	*Main
+}
+
+// serveOptions are the resolved flags and file of one `crewlet serve`.
+type serveOptions struct {
+	Config    Config
+	DataDir   string
+	Listen    string
+	LogFormat string
+}
+
+func (c *ServeCommand) parse(args []string) (serveOptions, error) {
+	fs := flag.NewFlagSet("crewlet serve", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	configPath := fs.String("config", "", "YAML `file` of Tier A fields (node.*, stream.*, store.*, operator.*, http.*)")
+	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, operator.token")
+	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+DefaultHTTPListen+")")
+	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
+	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: crewlet serve [flags]\n\nRun a node and serve the operator MCP at http://ADDR/operator/mcp.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return serveOptions{}, err
+	}
+	var o serveOptions
+	if *configPath != "" {
+		cfg, err := LoadConfig(*configPath)
+		if err != nil {
+			return o, err
+		}
+		o.Config = cfg
+	}
+	// Flags override the file.
+	if *mode != "" {
+		o.Config.Node.Mode = *mode
+	}
+	if *listen != "" {
+		o.Config.HTTP.Listen = *listen
+	}
+	if o.Config.HTTP.Listen == "" {
+		o.Config.HTTP.Listen = DefaultHTTPListen
+	}
+	if err := o.Config.Validate(); err != nil {
+		return o, err
+	}
+	if *dataDir == "" {
+		return o, usageErrorf("--data must name a directory")
+	}
+	o.DataDir = *dataDir
+	o.Listen = o.Config.HTTP.Listen
+	o.LogFormat = *logFormat
+	return o, nil
+}
+
+// Run starts the node, serves HTTP until ctx ends, then shuts down.
+func (c *ServeCommand) Run(ctx context.Context, args []string) error {
+	o, err := c.parse(args)
+	if err != nil {
+		return err
+	}
+	logger, err := NewLogger(c.Stderr, o.LogFormat, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+
+	// Listen first, so the holder line and the printed URL carry the
+	// address actually bound (port 0 picks one).
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen: %w", err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	mcpURL := "http://" + addr + "/operator/mcp"
+
+	cfg := o.Config.NodeConfig(o.DataDir)
+	cfg.Logger = logger
+	cfg.Holder = "crewlet serve, operator MCP at " + mcpURL
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			logger.Error("node close failed", engine.LogErr, err)
+		}
+	}()
+
+	token, tokenSource, err := OperatorToken(o.Config.Operator.Token, o.DataDir)
+	if err != nil {
+		return err
+	}
+
+	opts := mcp.HTTPOptions{
+		Token:        token,
+		AllowedHosts: AllowedHosts(ln.Addr()),
+		Logger:       logger,
+	}
+	srv := mcp.NewServer(n.Tracker(), Version(), logger)
+	api := http.NewServeMux()
+	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
+	root := http.NewServeMux()
+	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	root.Handle("/", mcp.Guard(opts, api))
+
+	hs := &http.Server{
+		Handler:           root,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.With(engine.LogComponent, engine.ComponentHTTP).Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	logger.Info("serving", "node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir)
+	fmt.Fprintf(c.Stderr, "crewlet serve: operator MCP at %s (bearer token in %s)\n", mcpURL, tokenSource)
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		logger.Warn("http shutdown incomplete; closing connections", engine.LogErr, err)
+		_ = hs.Close()
+	}
+	return nil
+}
+
+// OperatorToken returns the operator's bearer token and where it is kept:
+// configured (operator.token) wins; otherwise <dataDir>/operator.token,
+// generated on first boot (32 random bytes, hex, mode 0600) and reused.
+func OperatorToken(configured, dataDir string) (token, source string, err error) {
+	if configured != "" {
+		return configured, "config operator.token", nil
+	}
+	path := filepath.Join(dataDir, OperatorTokenFile)
+	if b, err := os.ReadFile(path); err == nil {
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", "", fmt.Errorf("operator token file %s is empty: delete it to have a new one generated", path)
+		}
+		return t, path, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	t := hex.EncodeToString(raw[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process created it between our read and our create.
+		return OperatorToken("", dataDir)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	if _, err := f.WriteString(t + "\n"); err != nil {
+		f.Close()
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", "", fmt.Errorf("operator token: %w", err)
+	}
+	return t, path, nil
+}
+
+// AllowedHosts are the Host header values the HTTP surfaces accept for a
+// server bound to addr, besides loopback names on the bound port (which
+// mcp.Guard always allows): the bound address itself and, on a wildcard
+// bind, this host's name. The bare host is added on port 80 or 443, where
+// clients leave the port out.
+func AllowedHosts(addr net.Addr) []string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return []string{addr.String()}
+	}
+	var names []string
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			names = append(names, h)
+		}
+	} else if host != "" {
+		names = append(names, host)
+	}
+	var out []string
+	for _, n := range names {
+		out = append(out, net.JoinHostPort(n, port))
+		if port == "80" || port == "443" {
+			if strings.Contains(n, ":") {
+				n = "[" + n + "]"
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}

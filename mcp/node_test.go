@@ -1,0 +1,148 @@
+package mcp
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/tools"
+)
+
+// TestRealNodeOverHTTP runs a real node (embedded broker, SQLite) behind
+// the operator MCP and drives it with the mcp-go client over HTTP.
+func TestRealNodeOverHTTP(t *testing.T) {
+	ctx := ctxT(t)
+	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer(n.Tracker(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
+	checkToolList(t, c)
+
+	checkWrite := func(name string, m map[string]any) engine.Position {
+		t.Helper()
+		if m["outcome"] != "applied" {
+			t.Fatalf("%s: outcome %v (%v)", name, m["outcome"], m)
+		}
+		op, _ := m["op_id"].(string)
+		if op == "" {
+			t.Fatalf("%s: no op_id: %v", name, m)
+		}
+		tok, _ := m["position"].(string)
+		p, err := engine.ParsePosition(tok)
+		if err != nil || p.Stream != engine.StreamTracker {
+			t.Fatalf("%s: position %q: %v", name, tok, err)
+		}
+		return p
+	}
+	checkRead := func(name string, m map[string]any, atLeast uint64) {
+		t.Helper()
+		if m["level"] != string(engine.Linearizable) || m["complete"] != true {
+			t.Fatalf("%s: level/complete %v", name, m)
+		}
+		st, _ := m["seen_through"].(map[string]any)
+		if st["stream"] != engine.StreamTracker || st["generation"] != float64(1) {
+			t.Fatalf("%s: seen_through %v", name, m["seen_through"])
+		}
+		if seq, _ := st["seq"].(float64); uint64(seq) < atLeast {
+			t.Fatalf("%s: seen_through seq %v, want at least %d (read your writes)", name, seq, atLeast)
+		}
+	}
+
+	res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	if res.IsError {
+		t.Fatalf("create_project: %s", textOf(res))
+	}
+	checkWrite("create_project", object(t, res))
+
+	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Ship the MCP surface", "assignee": "ana"})
+	if res.IsError {
+		t.Fatalf("create_work_item: %s", textOf(res))
+	}
+	m := object(t, res)
+	pos := checkWrite("create_work_item", m)
+	item, _ := m["item"].(map[string]any)
+	if item["key"] != "ENG-1" || item["title"] != "Ship the MCP surface" {
+		t.Fatalf("item %v", item)
+	}
+	version := uint64(item["version"].(float64))
+	if !strings.HasPrefix(textOf(res), "applied ENG-1") {
+		t.Errorf("text %q", textOf(res))
+	}
+
+	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-1"})
+	if res.IsError {
+		t.Fatalf("get_work_item: %s", textOf(res))
+	}
+	m = object(t, res)
+	checkRead("get_work_item", m, pos.Seq)
+	if got := m["item"].(map[string]any); uint64(got["version"].(float64)) != version || got["assignee"] != "ana" {
+		t.Fatalf("got %v", got)
+	}
+
+	upd := map[string]any{"key": "ENG-1", "if_match": version, "status": "in_progress"}
+	res = callTool(t, c, tools.NameUpdateWorkItem, upd)
+	if res.IsError {
+		t.Fatalf("update_work_item: %s", textOf(res))
+	}
+	m = object(t, res)
+	upos := checkWrite("update_work_item", m)
+	opID := m["op_id"].(string)
+	newVersion := uint64(m["item"].(map[string]any)["version"].(float64))
+	if newVersion <= version || m["item"].(map[string]any)["status"] != "in_progress" {
+		t.Fatalf("after update %v", m["item"])
+	}
+
+	// The same operation again (its op_id brought back) answers the first.
+	again := map[string]any{"key": "ENG-1", "if_match": version, "status": "in_progress", "op_id": opID}
+	res = callTool(t, c, tools.NameUpdateWorkItem, again)
+	if res.IsError {
+		t.Fatalf("repeat with op_id: %s", textOf(res))
+	}
+	if m := object(t, res); m["op_id"] != opID || m["position"] != upos.Token() {
+		t.Fatalf("repeat answered %v, want op %s at %s", m, opID, upos.Token())
+	}
+
+	// A stale if_match is refused stale, as a result.
+	res = callTool(t, c, tools.NameUpdateWorkItem, upd)
+	if m := object(t, res); !res.IsError || m["refused"] != "stale" {
+		t.Fatalf("stale update: %v", m)
+	}
+
+	res = callTool(t, c, tools.NameListWorkItems, map[string]any{"project": "ENG"})
+	if res.IsError {
+		t.Fatalf("list_work_items: %s", textOf(res))
+	}
+	m = object(t, res)
+	checkRead("list_work_items", m, upos.Seq)
+	if items, _ := m["items"].([]any); len(items) != 1 {
+		t.Fatalf("items %v", m["items"])
+	}
+
+	res = callTool(t, c, tools.NameListProjects, nil)
+	if res.IsError {
+		t.Fatalf("list_projects: %s", textOf(res))
+	}
+	checkRead("list_projects", object(t, res), upos.Seq)
+
+	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
+	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
+		t.Fatalf("unknown project: %v", m)
+	}
+	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-99"})
+	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
+		t.Fatalf("unknown item: %v", m)
+	}
+}

@@ -1,0 +1,363 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+func operatorTools(t *testing.T, f *fakeTracker, logger *slog.Logger) map[string]server.ServerTool {
+	t.Helper()
+	out := map[string]server.ServerTool{}
+	for _, st := range Set(Deps{Tracker: f, Logger: logger, Surface: Operator}) {
+		out[st.Tool.Name] = st
+	}
+	return out
+}
+
+// call runs a tool's handler with arguments given as JSON text, the way
+// they arrive off the wire.
+func call(t *testing.T, tools map[string]server.ServerTool, name, argsJSON string) *mcp.CallToolResult {
+	t.Helper()
+	st, ok := tools[name]
+	if !ok {
+		t.Fatalf("no tool %s", name)
+	}
+	var req mcp.CallToolRequest
+	body := `{"name":` + mustJSON(name) + `,"arguments":` + argsJSON + `}`
+	if err := json.Unmarshal([]byte(body), &req.Params); err != nil {
+		t.Fatalf("request %s: %v", body, err)
+	}
+	res, err := st.Handler(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s returned a Go error (would be a JSON-RPC error): %v", name, err)
+	}
+	return res
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(mustJSON(res.StructuredContent)), &m); err != nil {
+		t.Fatalf("structured content is not a JSON object: %v", err)
+	}
+	return m
+}
+
+func text(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := mcp.AsTextContent(res.Content[0]); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
+	want := map[string][4]bool{ // readOnly, destructive, idempotent, openWorld
+		NameListProjects:   {true, false, true, false},
+		NameGetWorkItem:    {true, false, true, false},
+		NameListWorkItems:  {true, false, true, false},
+		NameCreateProject:  {false, false, true, false},
+		NameCreateWorkItem: {false, false, false, false},
+		NameUpdateWorkItem: {false, false, true, false},
+	}
+	tools := operatorTools(t, &fakeTracker{}, nil)
+	if len(tools) != len(want) {
+		t.Fatalf("got %d tools, want %d", len(tools), len(want))
+	}
+	for name, w := range want {
+		st, ok := tools[name]
+		if !ok {
+			t.Fatalf("missing tool %s", name)
+		}
+		a := st.Tool.Annotations
+		if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
+			t.Fatalf("%s: an annotation is unset: %+v", name, a)
+		}
+		got := [4]bool{*a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, *a.OpenWorldHint}
+		if got != w {
+			t.Errorf("%s: annotations %v, want %v", name, got, w)
+		}
+		if st.Tool.InputSchema.AdditionalProperties != false {
+			t.Errorf("%s: input schema not closed", name)
+		}
+		if st.Tool.OutputSchema.Type != "object" {
+			t.Errorf("%s: no output schema", name)
+		}
+		_, hasOpID := st.Tool.InputSchema.Properties[argOpID]
+		if hasOpID == *a.ReadOnlyHint {
+			t.Errorf("%s: op_id present=%v on a readOnly=%v tool", name, hasOpID, *a.ReadOnlyHint)
+		}
+		if !*a.ReadOnlyHint && !strings.Contains(st.Tool.Description, "unknown") {
+			t.Errorf("%s: write description does not say what to do with outcomes", name)
+		}
+		if _, hasLevel := st.Tool.InputSchema.Properties["level"]; hasLevel {
+			t.Errorf("%s: takes a level argument", name)
+		}
+	}
+}
+
+// TestToolSnaps compares every tool's definition with its snapshot in
+// __toolsnaps__; UPDATE_TOOLSNAPS=true rewrites them, and a missing
+// snapshot fails.
+func TestToolSnaps(t *testing.T) {
+	update := os.Getenv("UPDATE_TOOLSNAPS") == "true"
+	for _, st := range Set(Deps{Surface: Operator}) {
+		t.Run(st.Tool.Name, func(t *testing.T) {
+			raw, err := json.Marshal(st.Tool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := json.Indent(&got, raw, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			got.WriteByte('\n')
+			path := filepath.Join("__toolsnaps__", st.Tool.Name+".snap")
+			if update {
+				if err := os.MkdirAll("__toolsnaps__", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("no snapshot for %s (%v): run UPDATE_TOOLSNAPS=true go test ./tools/ and review the diff", st.Tool.Name, err)
+			}
+			if !bytes.Equal(normalize(want), normalize(got.Bytes())) {
+				t.Fatalf("tool %s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=true go test ./tools/\ngot:\n%s", st.Tool.Name, path, got.String())
+			}
+		})
+	}
+}
+
+// normalize re-encodes JSON so formatting differences do not count.
+func normalize(b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return b
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+func TestBadArgumentsAreInvalidArgumentResultsBeforeTheService(t *testing.T) {
+	long := strings.Repeat("x", 10<<10)
+	cases := []struct {
+		tool, args, mention string
+	}{
+		{NameCreateWorkItem, `{"project":"ENG","title":""}`, `"title"`},
+		{NameCreateWorkItem, `{"project":"ENG","title":"   "}`, `"title"`},
+		{NameCreateWorkItem, `{"project":"ENG","title":` + mustJSON(long) + `}`, `"title"`},
+		{NameCreateWorkItem, `{"project":"ENG","title":5}`, `"title" must be a string, not a number`},
+		{NameCreateWorkItem, `{"project":"ENG"}`, `Missing required argument "title"`},
+		{NameCreateWorkItem, `{"project":"ENG","title":"x","colour":"red"}`, `Unknown argument "colour"`},
+		{NameCreateWorkItem, `{"project":"ENG","title":"x","status":"wip"}`, `"status"`},
+		{NameCreateWorkItem, `{"project":"eng","title":"x"}`, `"project"`},
+		{NameCreateWorkItem, `["ENG","x"]`, `JSON object`},
+		{NameCreateWorkItem, `{"project":"ENG","title":"x","op_id":7}`, `"op_id"`},
+		{NameGetWorkItem, `{"key":"eng-x"}`, `not a work item key`},
+		{NameGetWorkItem, `{"key":"ENG-0"}`, `not a work item key`},
+		{NameGetWorkItem, `{"key":"ENG"}`, `not a work item key`},
+		{NameGetWorkItem, `{}`, `Missing required argument "key"`},
+		{NameGetWorkItem, `{"key":"ENG-1","level":"stale"}`, `Unknown argument "level"`},
+		{NameListProjects, `{"x":1}`, `takes no arguments`},
+		{NameListWorkItems, `{"limit":0}`, `"limit"`},
+		{NameListWorkItems, `{"limit":201}`, `"limit"`},
+		{NameListWorkItems, `{"limit":2.5}`, `"limit"`},
+		{NameListWorkItems, `{"limit":"5"}`, `"limit" must be an integer, not a string`},
+		{NameUpdateWorkItem, `{"key":"ENG-1","title":"x"}`, `Missing required argument "if_match"`},
+		{NameUpdateWorkItem, `{"key":"ENG-1","if_match":-1,"title":"x"}`, `"if_match"`},
+		{NameUpdateWorkItem, `{"key":"ENG-1","if_match":3}`, `Nothing to change`},
+		{NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"title":""}`, `"title" must not be empty`},
+		{NameCreateProject, `{"key":"ENG","name":` + mustJSON(strings.Repeat("n", 201)) + `}`, `"name"`},
+		{NameCreateProject, `{"key":"E-1","name":"x"}`, `not a project key`},
+	}
+	for _, c := range cases {
+		t.Run(c.tool+" "+truncate(c.args), func(t *testing.T) {
+			f := &fakeTracker{}
+			res := call(t, operatorTools(t, f, nil), c.tool, c.args)
+			if !res.IsError {
+				t.Fatalf("not an error result: %s", text(res))
+			}
+			m := structured(t, res)
+			if m["refused"] != string(engine.CodeInvalidArgument) {
+				t.Fatalf("refused = %v, want invalid_argument (%v)", m["refused"], m)
+			}
+			msg, _ := m["message"].(string)
+			if !strings.Contains(msg, c.mention) {
+				t.Errorf("message %q does not mention %s", msg, c.mention)
+			}
+			if text(res) != msg {
+				t.Errorf("text %q is not the message %q", text(res), msg)
+			}
+			if len(f.calls) != 0 {
+				t.Errorf("the service was called: %v", f.calls)
+			}
+		})
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func TestArgumentsReachTheService(t *testing.T) {
+	f := &fakeTracker{}
+	tools := operatorTools(t, f, nil)
+
+	res := call(t, tools, NameCreateWorkItem, `{"project":"ENG","title":"Fix it","assignee":"ana","op_id":"01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG"}`)
+	if res.IsError {
+		t.Fatalf("error: %s", text(res))
+	}
+	if f.lastW.OpID != "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG" {
+		t.Errorf("op_id not passed: %+v", f.lastW)
+	}
+	if f.lastNew != (tracker.NewWorkItem{Project: "ENG", Title: "Fix it", Assignee: "ana"}) {
+		t.Errorf("new item %+v", f.lastNew)
+	}
+	m := structured(t, res)
+	if m["outcome"] != "applied" || m["position"] != "CREWLET_TRACKER_LOG@1:42" || m["op_id"] == "" {
+		t.Errorf("answer %v", m)
+	}
+	if got := text(res); !strings.HasPrefix(got, "applied ENG-1 (version 42) at CREWLET_TRACKER_LOG@1:42 (op ") {
+		t.Errorf("text %q", got)
+	}
+
+	// if_match above 2^53 survives: arguments are read from the wire bytes.
+	res = call(t, tools, NameUpdateWorkItem, `{"key":"ENG-1","if_match":9007199254740993,"status":"done","description":""}`)
+	if res.IsError {
+		t.Fatalf("error: %s", text(res))
+	}
+	if f.ifMatch != 9007199254740993 {
+		t.Errorf("if_match = %d", f.ifMatch)
+	}
+	if f.lastP.Status == nil || *f.lastP.Status != "done" || f.lastP.Description == nil || *f.lastP.Description != "" || f.lastP.Title != nil || f.lastP.Assignee != nil {
+		t.Errorf("patch %+v", f.lastP)
+	}
+
+	res = call(t, tools, NameListWorkItems, `{"project":"ENG","status":"open","limit":5,"cursor":"c1"}`)
+	if res.IsError {
+		t.Fatalf("error: %s", text(res))
+	}
+	if f.lastR.Level != engine.Linearizable {
+		t.Errorf("read level %q", f.lastR.Level)
+	}
+	if f.lastF != (tracker.ListFilter{Project: "ENG", Status: "open", Limit: 5, Cursor: "c1"}) {
+		t.Errorf("filter %+v", f.lastF)
+	}
+	m = structured(t, res)
+	if items, ok := m["items"].([]any); !ok || len(items) != 0 {
+		t.Errorf("items = %v, want []", m["items"])
+	}
+	if m["level"] != "linearizable" || m["next_cursor"] != "c2" {
+		t.Errorf("answer %v", m)
+	}
+	st, _ := m["seen_through"].(map[string]any)
+	if st["stream"] != engine.StreamTracker || st["seq"] != float64(42) {
+		t.Errorf("seen_through %v", m["seen_through"])
+	}
+
+	// Absent and null arguments are both "not given".
+	res = call(t, tools, NameListWorkItems, `{"project":null}`)
+	if res.IsError || f.lastF.Limit != tracker.DefaultListLimit || f.lastF.Project != "" {
+		t.Errorf("defaults: %+v %s", f.lastF, text(res))
+	}
+	res = call(t, tools, NameListProjects, `null`)
+	if res.IsError {
+		t.Errorf("list_projects with null arguments: %s", text(res))
+	}
+}
+
+func TestServiceRefusalIsPassedThrough(t *testing.T) {
+	f := &fakeTracker{}
+	res := call(t, operatorTools(t, f, nil), NameCreateWorkItem, `{"project":"NOPE","title":"x"}`)
+	m := structured(t, res)
+	if !res.IsError || m["refused"] != "not_found" || !strings.Contains(m["message"].(string), "NOPE") {
+		t.Fatalf("got %v", m)
+	}
+
+	f = &fakeTracker{fail: engine.Refuse(engine.CodeNoQuorum, "The barrier did not commit.")}
+	res = call(t, operatorTools(t, f, nil), NameGetWorkItem, `{"key":"ENG-1"}`)
+	m = structured(t, res)
+	if m["refused"] != "no_quorum" || m["retry_after_seconds"] != float64(4) {
+		t.Fatalf("got %v", m)
+	}
+}
+
+func TestInternalErrorIsLoggedNotLeaked(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	f := &fakeTracker{fail: errSecret}
+	res := call(t, operatorTools(t, f, logger), NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"title":"x","op_id":"op-1"}`)
+	m := structured(t, res)
+	if !res.IsError || m["refused"] != "internal" {
+		t.Fatalf("got %v", m)
+	}
+	if strings.Contains(mustJSON(res), "secret") {
+		t.Errorf("internal detail leaked: %s", mustJSON(res))
+	}
+	if !strings.Contains(logs.String(), "secret") || !strings.Contains(logs.String(), `"op_id":"op-1"`) || !strings.Contains(logs.String(), `"component":"mcp"`) {
+		t.Errorf("log line lacks the detail: %s", logs.String())
+	}
+}
+
+func TestOutcomeTexts(t *testing.T) {
+	f := &fakeTracker{outcome: engine.Pending}
+	res := call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering"}`)
+	if res.IsError || !strings.Contains(text(res), "do not retry") || !strings.HasPrefix(text(res), "pending project ENG at CREWLET_TRACKER_LOG@1:42") {
+		t.Errorf("pending text %q", text(res))
+	}
+	if m := structured(t, res); m["outcome"] != "pending" || m["lag"] == nil {
+		t.Errorf("pending answer %v", m)
+	}
+	f = &fakeTracker{outcome: engine.Unknown}
+	res = call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering"}`)
+	if res.IsError || !strings.Contains(text(res), "retry with op_id") {
+		t.Errorf("unknown text %q", text(res))
+	}
+	if m := structured(t, res); m["outcome"] != "unknown" || m["position"] != nil {
+		t.Errorf("unknown answer %v", m)
+	}
+}
+
+func TestRetryableWriteRefusalCarriesOpID(t *testing.T) {
+	f := &fakeTracker{fail: engine.Refuse(engine.CodeConflict, "Other writes kept landing first. Retry with the same op_id.")}
+	res := call(t, operatorTools(t, f, nil), NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"title":"x","op_id":"op-7"}`)
+	m := structured(t, res)
+	if m["refused"] != "conflict" || m["op_id"] != "op-7" || m["retry_after_seconds"] != float64(1) {
+		t.Fatalf("got %v", m)
+	}
+	f = &fakeTracker{fail: engine.Refuse(engine.CodeStale, "changed")}
+	res = call(t, operatorTools(t, f, nil), NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"title":"x","op_id":"op-7"}`)
+	if m := structured(t, res); m["refused"] != "stale" || m["op_id"] != nil {
+		t.Fatalf("got %v", m)
+	}
+}
