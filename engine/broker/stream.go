@@ -26,6 +26,7 @@ type StreamSpec struct {
 // configuration. Either way the stream must persist in the default mode,
 // since async persistence silently drops the sync guarantee.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, log *slog.Logger) (jetstream.Stream, error) {
+	log = log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, spec.Name)
 	s, err := js.Stream(ctx, spec.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -50,8 +51,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, 
 		if err != nil {
 			return nil, fmt.Errorf("broker: create %s: %w", spec.Name, err)
 		}
-		log.Info("jetstream_stream_created", engine.LogComponent, engine.ComponentBroker, engine.LogStream, spec.Name,
-			"max_bytes", spec.MaxBytes, "duplicates", spec.Duplicates.String(), "replicas", replicas)
+		log.Info("jetstream_stream_created", "max_bytes", spec.MaxBytes, "duplicates", spec.Duplicates.String(), "replicas", replicas)
 	case err != nil:
 		return nil, fmt.Errorf("broker: read %s: %w", spec.Name, err)
 	}
@@ -60,8 +60,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, 
 		return nil, fmt.Errorf("broker: stream %s persists in %s mode; an acknowledged write on it need not be on disk. Set it back to the default persist mode", spec.Name, cfg.PersistMode)
 	}
 	if cfg.MaxBytes != spec.MaxBytes && spec.MaxBytes > 0 {
-		log.Info(engine.EvStreamCapacityDiffers, engine.LogComponent, engine.ComponentEngine, engine.LogStream, spec.Name,
-			"ceiling", cfg.MaxBytes, "would_create", spec.MaxBytes)
+		log.Info(engine.EvStreamCapacityDiffers, "ceiling", cfg.MaxBytes, "would_create", spec.MaxBytes)
 	}
 	return s, nil
 }

@@ -119,16 +119,20 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	}
 	defer tx.Rollback()
 	applied, retained := 0, 0
+	var gated []gatedLine
 	for _, d := range batch {
 		if d.Seq <= cp.Seq {
 			continue // at or below the checkpoint: already in the rows
 		}
-		held, err := r.applyOne(ctx, tx, &cp, d)
+		held, g, err := r.applyOne(ctx, tx, &cp, d)
 		if err != nil {
 			return cp, 0, err
 		}
 		if held {
 			retained++
+		}
+		if g != nil {
+			gated = append(gated, *g)
 		}
 		applied++
 	}
@@ -151,12 +155,23 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		r.retained.Add(-int64(retained))
 		return cp, 0, err
 	}
+	// The drop's only witness, written once, when the transaction that
+	// drops the record commits.
+	for _, g := range gated {
+		r.log.Warn(engine.EvRecordGated, engine.LogPosition, r.Position(g.seq).Token(), "kind", g.kind,
+			engine.LogWriter, g.writer, engine.LogGate, g.gate, engine.LogOpID, g.opID)
+	}
 	return cp, applied, nil
 }
 
+type gatedLine struct {
+	seq                      uint64
+	kind, writer, gate, opID string
+}
+
 // applyOne applies one record; held is true when it was retained
-// undecoded instead.
-func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) (held bool, err error) {
+// undecoded instead, gated names the gate that dropped it.
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) (held bool, gated *gatedLine, err error) {
 	// A retained record holds everything after it back from applied_through.
 	contiguous := cp.AppliedThrough == cp.Seq
 	cp.Seq = d.Seq
@@ -165,33 +180,57 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if err != nil {
 		var ue *record.UndecodableError
 		if !errors.As(err, &ue) {
-			return false, err
+			return false, nil, err
 		}
 		scope, _ := json.Marshal(ue.Scope)
 		_, err := tx.ExecContext(ctx, `INSERT INTO statelog_retained(domain, seq, scope, scope_known, data) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
 			string(r.domain), d.Seq, string(scope), ue.ScopeKnown, d.Data)
-		return err == nil, err
+		return err == nil, nil, err
 	}
 	if contiguous {
 		cp.AppliedThrough = d.Seq
 	}
 	if rec.Kind == record.KindBarrier {
-		return false, nil
+		return false, nil, nil
 	}
-	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
-		return false, err
-	}
+	// The anchor moves whatever the record then does: it is what the
+	// broker arbitrates the next write on this subject against.
 	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
 		ON CONFLICT(domain, subject) DO UPDATE SET seq = excluded.seq`, string(r.domain), d.Subject, d.Seq); err != nil {
-		return false, err
+		return false, nil, err
+	}
+	for _, g := range r.gates {
+		holds, err := g.Holds(ctx, tx, rec, d.Seq)
+		if err != nil {
+			return false, nil, err
+		}
+		if holds {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_gated(domain, seq, op_id, subject, kind, writer, gate) VALUES(?,?,?,?,?,?,?)
+				ON CONFLICT DO NOTHING`, string(r.domain), d.Seq, rec.OpID, rec.Subject, rec.Kind, rec.Writer, g.Name()); err != nil {
+				return false, nil, err
+			}
+			return false, &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
+		}
+	}
+	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
+		return false, nil, err
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
-	return false, nil
+	return false, nil, nil
+}
+
+// GatedAt returns the gate that dropped the record at seq, if one did.
+func (r *Replica) GatedAt(ctx context.Context, seq uint64) (gate, writer string, ok bool, err error) {
+	err = r.cfg.DB.QueryRowContext(ctx, `SELECT gate, writer FROM statelog_gated WHERE domain = ? AND seq = ?`, string(r.domain), seq).Scan(&gate, &writer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	return gate, writer, err == nil, err
 }
 
 // objectOf is the <verb>-<object> name of an operation id, which the

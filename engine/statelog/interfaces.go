@@ -124,3 +124,20 @@ func SubjectPrefix(d engine.Domain) string { return "crewlet." + string(d) + "."
 // BarrierSubject is the subject a domain's linearizable reads append their
 // barrier records on.
 func BarrierSubject(d engine.Domain) string { return SubjectPrefix(d) + "barrier" }
+
+// Gate is an apply gate: a rule that makes a durable record apply nowhere
+// (an evicted writer's, a purged object's). The applier asks the
+// framework's gates first, in Config order, then the domain's own.
+type Gate interface {
+	// Name is the gate's word on statelog_record_gated (evicted, deleted…).
+	Name() string
+	// Holds reports, inside the batch's transaction, whether the gate drops
+	// the record at seq.
+	Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) (bool, error)
+}
+
+// GatedDomain is a Domain with gates of its own (the deletion gate).
+type GatedDomain interface {
+	Domain
+	Gates() []Gate
+}

@@ -34,6 +34,16 @@ CREATE TABLE IF NOT EXISTS statelog_anchor (
 	seq     INTEGER NOT NULL,
 	PRIMARY KEY (domain, subject)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS statelog_gated (
+	domain  TEXT NOT NULL,
+	seq     INTEGER NOT NULL,
+	op_id   TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	writer  TEXT NOT NULL,
+	gate    TEXT NOT NULL,
+	PRIMARY KEY (domain, seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS statelog_retained (
 	domain      TEXT NOT NULL,
 	seq         INTEGER NOT NULL,
@@ -67,6 +77,8 @@ type Config struct {
 	WriteRounds int
 	// BeforeCommit runs inside every batch transaction before the commit.
 	BeforeCommit func(tx *sql.Tx, lastSeq uint64) error
+	// Gates are the framework's gates, asked in order before the domain's.
+	Gates []Gate
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error
@@ -98,6 +110,7 @@ type Replica struct {
 	barriers barrierGroup
 
 	stmts  *sqlite.Statements
+	gates  []Gate
 	sub    Subscription
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -146,6 +159,10 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		stmts:  sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()
+	r.gates = append(r.gates, cfg.Gates...)
+	if gd, ok := cfg.Domain.(GatedDomain); ok {
+		r.gates = append(r.gates, gd.Gates()...)
+	}
 	if err := r.migrate(ctx); err != nil {
 		return nil, err
 	}

@@ -190,12 +190,39 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		out.Message = "The record is durable at its position and this node has not applied it yet. Do not retry: the write succeeded."
 		return out, nil
 	}
-	if e, ok, err := ledger.Lookup(ctx, r.cfg.DB, out.OpID); err != nil {
+	e, ok, err := ledger.Lookup(ctx, r.cfg.DB, out.OpID)
+	if err != nil {
 		return out, err
-	} else if ok && e.Seq != seq {
-		out.Seq, out.Replayed = e.Seq, true
-		out.Position = r.Position(e.Seq).Token()
 	}
-	out.Outcome = engine.Applied
-	return out, nil
+	if ok {
+		if e.Seq != seq {
+			out.Seq, out.Replayed = e.Seq, true
+			out.Position = r.Position(e.Seq).Token()
+		}
+		out.Outcome = engine.Applied
+		return out, nil
+	}
+	// Applied past the record and no ledger row: a gate dropped it.
+	gate, writer, dropped, err := r.GatedAt(ctx, seq)
+	if err != nil {
+		return out, err
+	}
+	if !dropped {
+		return out, fmt.Errorf("statelog: %s applied past %d and neither the ledger nor a gate accounts for op %s", r.stream, seq, out.OpID)
+	}
+	return out, r.gatedRefusal(out, seq, gate, writer)
+}
+
+// gatedRefusal refuses a write whose record applies nowhere, under the
+// gate that holds it, logging statelog_write_gated.
+func (r *Replica) gatedRefusal(out Written, seq uint64, gate, writer string) error {
+	p := r.Position(seq)
+	r.log.Warn(engine.EvWriteGated, engine.LogOpID, out.OpID, engine.LogGate, gate, engine.LogPosition, p.Token(), engine.LogWriter, writer)
+	code := engine.Code(gate)
+	if _, known := engine.Codes[code]; !known {
+		code = engine.CodeEvicted
+	}
+	ref := engine.Refuse(code, "the record this write appended at %s applies nowhere: the %s gate holds it (writer %s).", p.Token(), gate, writer)
+	ref.Position = &p
+	return ref.With("gate", gate).With("writer", writer).With("op_id", out.OpID)
 }
