@@ -61,6 +61,34 @@ type StreamSection struct {
 	TrackerLogMaxBytes ByteSize `yaml:"tracker_log_max_bytes"`
 	// PagesLogMaxBytes is stream.pages_log_max_bytes.
 	PagesLogMaxBytes ByteSize `yaml:"pages_log_max_bytes"`
+	// Replicas is stream.replicas: replicas of a stream this node creates
+	// (default 1 alone, 3 clustered); an existing stream keeps its own.
+	Replicas int `yaml:"replicas"`
+	// Cluster is stream.cluster.*: clusters the embedded broker.
+	Cluster ClusterSection `yaml:"cluster"`
+	// URLs is stream.urls: the servers of stream.type: nats.
+	URLs []string `yaml:"urls"`
+	// Leaf is stream.leaf.*: a satellite whose broker is a leaf node.
+	Leaf LeafSection `yaml:"leaf"`
+}
+
+// ClusterSection is stream.cluster.*.
+type ClusterSection struct {
+	// Name is stream.cluster.name, the same on every node of the cluster.
+	Name string `yaml:"name"`
+	// Listen is stream.cluster.listen: host:port of the route listener.
+	Listen string `yaml:"listen"`
+	// Routes is stream.cluster.routes: nats://host:port of every peer.
+	Routes []string `yaml:"routes"`
+	// Advertise is stream.cluster.advertise: the route address gossiped to
+	// peers (default: the listener).
+	Advertise string `yaml:"advertise"`
+}
+
+// LeafSection is stream.leaf.*.
+type LeafSection struct {
+	// URLs is stream.leaf.urls: the cluster members a leaf broker joins.
+	URLs []string `yaml:"urls"`
 }
 
 // StoreSection is store.*.
@@ -264,6 +292,10 @@ func (c *Config) Validate() error {
 		return &ConfigError{Field: "stream.type", Value: c.Stream.Type, Reason: "is not one of embedded, nats"}
 	}
 	if c.Stream.Sync != "" {
+		if len(c.Stream.Leaf.URLs) > 0 {
+			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
+				Reason: "is refused on a leaf (stream.leaf.urls): a leaf's broker runs no JetStream and has no file store; the members it joins decide what an acknowledged write has reached, in their own stream.sync"}
+		}
 		if c.Stream.Type == "nats" {
 			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
 				Reason: "is refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead"}
@@ -271,6 +303,9 @@ func (c *Config) Validate() error {
 		if err := validateSync(c.Stream.Sync); err != nil {
 			return err
 		}
+	}
+	if err := c.validateFleet(); err != nil {
+		return err
 	}
 	if c.Store.BusyTimeoutSeconds < 0 {
 		return &ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
@@ -328,6 +363,10 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			StoreMaxBytes:      int64(c.Stream.StoreMaxBytes),
 			TrackerLogMaxBytes: int64(c.Stream.TrackerLogMaxBytes),
 			PagesLogMaxBytes:   int64(c.Stream.PagesLogMaxBytes),
+			Replicas:           c.Stream.Replicas,
+			Cluster: node.ClusterConfig{Name: c.Stream.Cluster.Name, Listen: c.Stream.Cluster.Listen,
+				Routes: c.Stream.Cluster.Routes, Advertise: c.Stream.Cluster.Advertise},
+			URLs: c.Stream.URLs,
 		},
 		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
 	}

@@ -59,7 +59,7 @@ http:
 		{name: "sync duration", yaml: "stream:\n  sync: 30s\n", want: Config{Stream: StreamSection{Sync: "30s"}}},
 		{name: "flow style", yaml: "stream: {sync: always, type: embedded}\n", want: Config{Stream: StreamSection{Sync: "always", Type: "embedded"}}},
 		{name: "decimal units", yaml: "stream: {store_max_bytes: 2GB}\n", want: Config{Stream: StreamSection{StoreMaxBytes: 2e9}}},
-		{name: "nats without sync", yaml: "stream: {type: nats}\n", want: Config{Stream: StreamSection{Type: "nats"}}},
+		{name: "nats without sync", yaml: "stream: {type: nats, urls: [nats://h:4222]}\n", want: Config{Stream: StreamSection{Type: "nats", URLs: []string{"nats://h:4222"}}}},
 
 		{name: "unknown top-level key", yaml: "nodes:\n  name: x\n", field: "nodes"},
 		{name: "unknown nested key", yaml: "stream:\n  sink: always\n", field: "stream.sink"},

@@ -48,6 +48,9 @@ func cannotCheck(cfg Config) []string {
 	} else {
 		out = append(out, "whether the broker can reserve every log's ceiling: that is measured against stream.store_max_bytes or the free space on stream.store_dir when the node boots")
 	}
+	if cfg.Stream.Cluster.Listen != "" {
+		out = append(out, "that stream.cluster.routes reach the peers and that every peer uses the same stream.cluster.name")
+	}
 	out = append(out, "that node.name is unique in the fleet")
 	return out
 }

@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +54,58 @@ type EmbeddedOptions struct {
 	// MaxStore is stream.store_max_bytes (0: the server's own default).
 	MaxStore int64
 	Logger   *slog.Logger
+	// Cluster, when set, joins this broker to a NATS cluster of embedded
+	// brokers (stream.cluster.*); nil runs it alone.
+	Cluster *ClusterOptions
+}
+
+// ClusterOptions is stream.cluster.*: the route listener, the peers'
+// route URLs and the cluster's name. Clients never connect over TCP: each
+// node reaches its own broker in process (the client port is a random
+// loopback one), so only the route port serves the network.
+type ClusterOptions struct {
+	Name string
+	// Listen is host:port of this broker's route listener.
+	Listen string
+	// Routes are the peers' route URLs (nats://host:port); this broker's
+	// own URL may be among them.
+	Routes []string
+	// Advertise, when set, is the route address this broker gossips to
+	// peers instead of its listener. The fault harness sets it to a dead
+	// address so gossip cannot re-create a route around a cut proxy.
+	Advertise string
+}
+
+// serverOptions maps the cluster block onto nats-server's options.
+func (c *ClusterOptions) apply(opts *server.Options) error {
+	if c.Name == "" {
+		return errors.New("broker: stream.cluster.name is required to cluster the embedded broker")
+	}
+	host, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("broker: stream.cluster.listen %q is not host:port", c.Listen)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return fmt.Errorf("broker: stream.cluster.listen %q has no valid port", c.Listen)
+	}
+	// nats-server starts routing only once its client listener is open
+	// (StartRouting waits on it), so a clustered broker cannot keep
+	// DontListen: it listens for clients on a random loopback port that
+	// nothing is told about.
+	opts.DontListen = false
+	opts.Host = "127.0.0.1"
+	opts.Port = server.RANDOM_PORT
+	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port, Advertise: c.Advertise,
+		ConnectRetries: -1}
+	for _, r := range c.Routes {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "nats" || u.Host == "" {
+			return fmt.Errorf("broker: stream.cluster.routes entry %q is not nats://host:port", r)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // Embedded is an in-process nats-server with JetStream, and this node's
@@ -75,6 +130,11 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		JetStreamMaxStore:  o.MaxStore,
 		JetStreamMaxMemory: 64 << 20,
 		NoSigs:             true,
+	}
+	if o.Cluster != nil {
+		if err := o.Cluster.apply(opts); err != nil {
+			return nil, err
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -19,13 +19,55 @@ type StreamSpec struct {
 	MaxBytes   int64
 	Duplicates time.Duration
 	Replicas   int
+	// Wait bounds how long a clustered boot waits for the JetStream meta
+	// leader and enough peers to place the stream (default 2 min).
+	Wait time.Duration
 }
 
-// EnsureStream creates the stream when it is missing and otherwise leaves
+// EnsureStream creates the stream when missing and otherwise leaves it
+// exactly as it is (see ensureOnce). On a cluster the first attempts meet a
+// JetStream with no meta leader yet, or too few peers for R replicas: it
+// retries until the meta group answers, spec.Wait passes or ctx ends.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, log *slog.Logger) (jetstream.Stream, error) {
+	wait := spec.Wait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	lastLog := time.Now()
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := ensureOnce(actx, js, spec, log)
+		cancel()
+		var perm *permanentError
+		if err == nil || errors.As(err, &perm) || ctx.Err() != nil || time.Now().After(deadline) {
+			if err != nil && !errors.As(err, &perm) && attempt > 1 {
+				err = fmt.Errorf("%w (gave up after %d attempts over %s waiting for the JetStream cluster)", err, attempt, wait)
+			}
+			return s, err
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			log.Info("jetstream_cluster_waiting", engine.LogStream, spec.Name, "attempt", attempt, engine.LogErr, err.Error())
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("broker: ensure %s: %w", spec.Name, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// permanentError is an answer retrying cannot change.
+type permanentError struct{ error }
+
+func (p *permanentError) Unwrap() error { return p.error }
+
+// ensureOnce creates the stream when it is missing and otherwise leaves
 // it exactly as it is: a booting node never rewrites a running stream's
 // configuration. Either way the stream must persist in the default mode,
 // since async persistence silently drops the sync guarantee.
-func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, log *slog.Logger) (jetstream.Stream, error) {
+func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, log *slog.Logger) (jetstream.Stream, error) {
 	log = log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, spec.Name)
 	s, err := js.Stream(ctx, spec.Name)
 	switch {
@@ -44,6 +86,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, 
 			Duplicates: spec.Duplicates,
 			Replicas:   replicas,
 		})
+		created := err == nil
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another node created it first; take it as it is.
 			s, err = js.Stream(ctx, spec.Name)
@@ -51,13 +94,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, 
 		if err != nil {
 			return nil, fmt.Errorf("broker: create %s: %w", spec.Name, err)
 		}
-		log.Info("jetstream_stream_created", "max_bytes", spec.MaxBytes, "duplicates", spec.Duplicates.String(), "replicas", replicas)
+		if created {
+			log.Info("jetstream_stream_created", "max_bytes", spec.MaxBytes, "duplicates", spec.Duplicates.String(), "replicas", replicas)
+		}
 	case err != nil:
 		return nil, fmt.Errorf("broker: read %s: %w", spec.Name, err)
 	}
 	cfg := s.CachedInfo().Config
 	if cfg.PersistMode != jetstream.DefaultPersistMode {
-		return nil, fmt.Errorf("broker: stream %s persists in %s mode; an acknowledged write on it need not be on disk. Set it back to the default persist mode", spec.Name, cfg.PersistMode)
+		return nil, &permanentError{fmt.Errorf("broker: stream %s persists in %s mode; an acknowledged write on it need not be on disk. Set it back to the default persist mode", spec.Name, cfg.PersistMode)}
 	}
 	if cfg.MaxBytes != spec.MaxBytes && spec.MaxBytes > 0 {
 		log.Info(engine.EvStreamCapacityDiffers, "ceiling", cfg.MaxBytes, "would_create", spec.MaxBytes)

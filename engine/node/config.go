@@ -62,6 +62,30 @@ type StreamConfig struct {
 	PagesLogMaxBytes   int64
 	// DuplicateWindow is the streams' Nats-Msg-Id window (default 2 min).
 	DuplicateWindow time.Duration
+	// Replicas is stream.replicas: the replica count a missing stream is
+	// created with (default 1 alone, 3 on a cluster). A stream that exists
+	// keeps its own.
+	Replicas int
+	// Cluster is stream.cluster.*: set Listen to cluster the embedded broker.
+	Cluster ClusterConfig
+	// URLs is stream.urls: the external NATS servers of stream.type: nats.
+	URLs []string
+	// ClusterWait bounds how long a boot waits for the cluster to elect a
+	// JetStream meta leader and place the streams (default 2 min).
+	ClusterWait time.Duration
+}
+
+// ClusterConfig is stream.cluster.*.
+type ClusterConfig struct {
+	// Name is stream.cluster.name, the same on every node.
+	Name string
+	// Listen is stream.cluster.listen: host:port of the route listener.
+	Listen string
+	// Routes is stream.cluster.routes: nats://host:port of the peers.
+	Routes []string
+	// Advertise is stream.cluster.advertise: the route address gossiped
+	// to peers (the fault harness sets a dead one; see broker.ClusterOptions).
+	Advertise string
 }
 
 // StoreConfig is the store.* block of Tier A.

@@ -53,8 +53,16 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return n, err
 	}
-	n.broker, err = broker.StartEmbedded(broker.EmbeddedOptions{ServerName: cfg.Name, StoreDir: cfg.Stream.StoreDir,
-		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger})
+	if cfg.Stream.Type == "nats" {
+		n.broker, err = broker.ConnectExternal(ctx, cfg.Stream.URLs, cfg.Name, cfg.Logger)
+	} else {
+		eo := broker.EmbeddedOptions{ServerName: cfg.Name, StoreDir: cfg.Stream.StoreDir,
+			Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger}
+		if c := cfg.Stream.Cluster; c.Listen != "" {
+			eo.Cluster = &broker.ClusterOptions{Name: c.Name, Listen: c.Listen, Routes: c.Routes, Advertise: c.Advertise}
+		}
+		n.broker, err = broker.StartEmbedded(eo)
+	}
 	if err != nil {
 		return n, err
 	}
@@ -63,7 +71,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		maxBytes int64
 	}{{engine.DomainTracker, cfg.Stream.TrackerLogMaxBytes}, {engine.DomainPages, cfg.Stream.PagesLogMaxBytes}} {
 		s, err := broker.EnsureStream(ctx, n.broker.JS, broker.StreamSpec{Name: engine.StreamOf(d.domain),
-			Subjects: []string{statelog.SubjectPrefix(d.domain) + ">"}, MaxBytes: d.maxBytes, Duplicates: cfg.Stream.DuplicateWindow}, cfg.Logger)
+			Subjects: []string{statelog.SubjectPrefix(d.domain) + ">"}, MaxBytes: d.maxBytes, Duplicates: cfg.Stream.DuplicateWindow,
+			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait}, cfg.Logger)
 		if err != nil {
 			return n, err
 		}
@@ -106,8 +115,21 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	switch cfg.Stream.Type {
 	case "", "embedded":
+		if cfg.Stream.Replicas == 0 && cfg.Stream.Cluster.Listen != "" {
+			cfg.Stream.Replicas = 3
+		}
+	case "nats":
+		if len(cfg.Stream.URLs) == 0 {
+			return cfg, errors.New("stream.urls: stream.type nats needs the external NATS servers' URLs (nats://host:4222)")
+		}
+		if cfg.Stream.Sync != "" {
+			return cfg, errors.New("stream.sync: refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead")
+		}
+		if cfg.Stream.Cluster.Listen != "" {
+			return cfg, errors.New("stream.cluster: refused on stream.type: nats: this node runs no broker to cluster")
+		}
 	default:
-		return cfg, fmt.Errorf("stream.type %q is not supported by this build (embedded)", cfg.Stream.Type)
+		return cfg, fmt.Errorf("stream.type %q is not one of embedded, nats", cfg.Stream.Type)
 	}
 	if cfg.Stream.StoreDir == "" {
 		cfg.Stream.StoreDir = filepath.Join(cfg.DataDir, "stream")

@@ -1,0 +1,202 @@
+package fleettest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine/node"
+)
+
+// DeadAdvertise is the route address every harness broker gossips: no one
+// listens there, so a peer that learns it cannot dial around a cut proxy.
+const DeadAdvertise = "127.0.0.1:1"
+
+// Options shape a harness cluster.
+type Options struct {
+	// Size is the number of data nodes (default 3).
+	Size int
+	// Configure adjusts node i's config before every open (restarts too).
+	Configure func(i int, cfg *node.Config)
+}
+
+// Cluster is a fleet of data nodes in this process, each broker's routes
+// to each peer going through its own proxy.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+	// Proxies[i][j] carries node i's route to node j (nil on the diagonal).
+	Proxies [][]*Proxy
+	cfgs    []node.Config
+
+	mu    sync.Mutex
+	nodes []*node.Node
+}
+
+// StartCluster opens every node at once (each boot waits for the meta
+// leader, which needs a majority) and stops them when the test ends.
+func StartCluster(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Size == 0 {
+		opts.Size = 3
+	}
+	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size)}
+	ports := make([]string, opts.Size)
+	for i := range ports {
+		ports[i] = freeAddr(t)
+	}
+	c.Proxies = make([][]*Proxy, opts.Size)
+	for i := range c.Proxies {
+		c.Proxies[i] = make([]*Proxy, opts.Size)
+		for j := range c.Proxies[i] {
+			if i == j {
+				continue
+			}
+			p, err := NewProxy(ports[j])
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Proxies[i][j] = p
+		}
+	}
+	root := t.TempDir()
+	for i := 0; i < opts.Size; i++ {
+		var routes []string
+		for j := 0; j < opts.Size; j++ {
+			if j != i {
+				routes = append(routes, "nats://"+c.Proxies[i][j].Addr())
+			}
+		}
+		c.cfgs = append(c.cfgs, node.Config{
+			Name:    fmt.Sprintf("n%d", i+1),
+			DataDir: fmt.Sprintf("%s/n%d", root, i+1),
+			Stream: node.StreamConfig{
+				Replicas:    3,
+				ClusterWait: 90 * time.Second,
+				Cluster:     node.ClusterConfig{Name: "fleettest", Listen: ports[i], Routes: routes, Advertise: DeadAdvertise},
+			},
+		})
+		if opts.Size < 3 {
+			c.cfgs[i].Stream.Replicas = opts.Size
+		}
+	}
+	t.Cleanup(c.Close)
+	var wg sync.WaitGroup
+	errs := make([]error, opts.Size)
+	for i := 0; i < opts.Size; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = c.Start(i)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start n%d: %v", i+1, err)
+		}
+	}
+	return c
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Config is node i's config as the next Start opens it.
+func (c *Cluster) Config(i int) node.Config { return c.cfgs[i] }
+
+// Size is the number of nodes.
+func (c *Cluster) Size() int { return len(c.cfgs) }
+
+// Node is node i, nil while it is stopped.
+func (c *Cluster) Node(i int) *node.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i]
+}
+
+// Start opens node i on its data directory (a restart when it ran before).
+func (c *Cluster) Start(i int) error {
+	cfg := c.cfgs[i]
+	if c.opts.Configure != nil {
+		c.opts.Configure(i, &cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.nodes[i] = n
+	c.mu.Unlock()
+	return nil
+}
+
+// Stop closes node i: its appliers, its broker and its store.
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	n := c.nodes[i]
+	c.nodes[i] = nil
+	c.mu.Unlock()
+	if n != nil {
+		n.Close()
+	}
+}
+
+// Isolate cuts every route to and from node i.
+func (c *Cluster) Isolate(i int) {
+	for j := range c.cfgs {
+		if j != i {
+			c.Proxies[i][j].Cut()
+			c.Proxies[j][i].Cut()
+		}
+	}
+}
+
+// Slow delays every route to and from node i by d.
+func (c *Cluster) Slow(i int, d time.Duration) {
+	for j := range c.cfgs {
+		if j != i {
+			c.Proxies[i][j].Delay(d)
+			c.Proxies[j][i].Delay(d)
+		}
+	}
+}
+
+// HealLinks heals every proxy.
+func (c *Cluster) HealLinks() {
+	for _, row := range c.Proxies {
+		for _, p := range row {
+			if p != nil {
+				p.Heal()
+			}
+		}
+	}
+}
+
+// Close stops every node and proxy.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for i := range c.cfgs {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); c.Stop(i) }(i)
+	}
+	wg.Wait()
+	for _, row := range c.Proxies {
+		for _, p := range row {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+}

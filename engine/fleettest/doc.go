@@ -1,0 +1,8 @@
+// Package fleettest is the fault harness for a fleet of data nodes: three
+// (or more) nodes whose embedded brokers form a NATS cluster on loopback,
+// every route through a TCP proxy the test can cut, delay or heal, nodes
+// stopped and restarted on their data directories, and a table hash to
+// show that healed nodes converged to identical rows. Each broker
+// advertises a dead route address, so route gossip cannot re-create a
+// direct route around a cut proxy. Tests only.
+package fleettest
