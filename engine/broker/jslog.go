@@ -157,7 +157,10 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 			// Stopped and abandoned: the message stays unacknowledged and
 			// comes back to the next reader.
 		}
-	}, jetstream.PullMaxMessages(1024), jetstream.PullExpiry(30*time.Second),
+	},
+		// A short expiry (idle heartbeats at half of it) finds a pull
+		// request lost to a broker fault in seconds, not half a minute.
+		jetstream.PullMaxMessages(1024), jetstream.PullExpiry(5*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			l.log.Debug("jetstream_consume_error", engine.LogErr, err.Error())
 		}))

@@ -82,6 +82,7 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	key := iw.Item.Key
 	waitApplied(t, c, 3)
 
+	t0 := time.Now()
 	c.Isolate(2)
 	// Wait until the cut node's broker has noticed it is alone.
 	enginetest.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
@@ -90,6 +91,7 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("isolated after %v", time.Since(t0))
 	title := "from the minority"
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	mw, err := c.Node(2).Tracker().UpdateWorkItem(wctx, engine.WriteOptions{}, key, 0, tracker.ItemPatch{Title: &title})
@@ -113,8 +115,10 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 		return nil
 	})
 
+	t.Logf("majority wrote after %v", time.Since(t0))
 	c.HealLinks()
 	waitConverged(t, c)
+	t.Logf("converged after %v", time.Since(t0))
 	// The minority's op, retried under its id, answers from the log: it
 	// either landed (applied) or never did and lands now; either way once.
 	if mw.OpID != "" {
