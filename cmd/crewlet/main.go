@@ -93,6 +93,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return (&MCPCommand{Main: m}).Run(ctx, rest)
 	case "validate":
 		return (&ValidateCommand{Main: m}).Run(ctx, rest)
+	case "retention":
+		return (&RetentionCommand{Main: m}).Run(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "crewlet", Version())
 		return nil
@@ -136,6 +138,7 @@ Commands:
 	serve     run a node and serve the operator MCP at /operator/mcp
 	mcp       serve MCP over stdio (embedded node on --data, or --node URL)
 	validate  check a config file
+	retention retention status: every data node's positions (seq, applied_through, GEN, lag)
 	version   print the version
 
 Run 'crewlet <command> -h' for a command's flags.

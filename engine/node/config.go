@@ -36,6 +36,9 @@ type Config struct {
 	WriteWait time.Duration
 	// ReadBudget is how long a read waits for a position (default 2 s).
 	ReadBudget time.Duration
+	// HeartbeatInterval is how often the node publishes its positions in
+	// the positions register (default 5 s).
+	HeartbeatInterval time.Duration
 	Clock      engine.Clock
 	Logger     *slog.Logger
 	// Holder describes this process in the data directory's lock file, so

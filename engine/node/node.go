@@ -11,6 +11,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -26,6 +27,7 @@ type Node struct {
 	logs    map[engine.Domain]*broker.Log
 	tracker *statelog.Replica
 	svc     *tracker.Service
+	beat    *fleet.Register
 }
 
 // Open builds and starts a node. It refuses a data directory another
@@ -91,6 +93,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.svc = tracker.NewService(n.tracker, cfg.Clock)
+	if n.beat, err = fleet.StartRegister(ctx, fleet.RegisterConfig{JS: n.broker.JS, Node: cfg.Name,
+		Replicas: n.replicas(), BucketReplicas: max(cfg.Stream.Replicas, 1), Interval: cfg.HeartbeatInterval,
+		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+		return n, err
+	}
 	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", sync.String())
 	return n, nil
 }
@@ -176,6 +183,27 @@ func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
 // Broker is the embedded broker (tests stop it to inject faults).
 func (n *Node) Broker() *broker.Embedded { return n.broker }
 
+// replicas are the node's running domain replicas.
+func (n *Node) replicas() []*statelog.Replica {
+	var out []*statelog.Replica
+	if n.tracker != nil {
+		out = append(out, n.tracker)
+	}
+	return out
+}
+
+// Register is the node's heartbeat in the positions register.
+func (n *Node) Register() *fleet.Register { return n.beat }
+
+// Retention builds the retention answer from this node.
+func (n *Node) Retention() *fleet.Status {
+	logs := map[engine.Domain]statelog.Log{}
+	for d, l := range n.logs {
+		logs[d] = l
+	}
+	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Clock: n.cfg.Clock, Known: n.beat.Known}
+}
+
 // DB is the replicated database (tests count rows through it).
 func (n *Node) DB() *sql.DB { return n.db }
 
@@ -185,6 +213,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	var errs []error
+	n.beat.Close()
 	if n.tracker != nil {
 		n.tracker.Close()
 	}

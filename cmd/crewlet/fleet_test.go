@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// spawnServe starts `crewlet serve` like StartServe but returns errors
+// instead of failing the test, so several can boot at once: a clustered
+// node's boot waits for a majority of its peers.
+func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, error) {
+	args := append([]string{"serve", "--data", dataDir, "--http", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	cmd := exec.Command(bin, args...)
+	s := &Serve{Cmd: cmd, DataDir: dataDir, Stderr: &SyncBuffer{}, done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(s.Stderr, pw)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		s.waitErr = cmd.Wait()
+		pw.Close()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = s.Cmd.Process.Signal(syscall.SIGCONT)
+		s.Kill(t)
+	})
+	found := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if m := serveLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case m := <-found:
+		s.URL = m[1]
+		s.BaseURL = strings.TrimSuffix(m[1], "/operator/mcp")
+		s.TokenFile = m[2]
+	case <-s.done:
+		return nil, fmt.Errorf("crewlet serve exited before serving: %v\n%s", s.waitErr, s.Stderr)
+	case <-time.After(bootTimeout):
+		return nil, fmt.Errorf("crewlet serve did not announce its URL in %v:\n%s", bootTimeout, s.Stderr)
+	}
+	tok, err := os.ReadFile(s.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	s.Token = strings.TrimSpace(string(tok))
+	return s, nil
+}
+
+type childFleet struct {
+	bin     string
+	dirs    []string
+	configs []string
+	serves  []*Serve
+}
+
+// startChildFleet writes three cluster configs and boots three `crewlet
+// serve` children at once.
+func startChildFleet(t *testing.T) *childFleet {
+	t.Helper()
+	f := &childFleet{bin: BuildBinary(t)}
+	root := t.TempDir()
+	var routes []string
+	var listens []string
+	for i := 0; i < 3; i++ {
+		l := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		listens = append(listens, l)
+		routes = append(routes, "nats://"+l)
+	}
+	for i := 0; i < 3; i++ {
+		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
+		cfg := filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1))
+		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n",
+			i+1, listens[i], strings.Join(routes, ", "))
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.dirs = append(f.dirs, dir)
+		f.configs = append(f.configs, cfg)
+	}
+	f.serves = make([]*Serve, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f.serves[i], errs[i] = spawnServe(t, f.bin, f.dirs[i], "--config", f.configs[i])
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("n%d: %v", i+1, err)
+		}
+	}
+	return f
+}
+
+func (f *childFleet) restart(t *testing.T, i int) {
+	t.Helper()
+	s, err := spawnServe(t, f.bin, f.dirs[i], "--config", f.configs[i])
+	if err != nil {
+		t.Fatalf("restart n%d: %v", i+1, err)
+	}
+	f.serves[i] = s
+}
+
+// callRetry calls a tool until it answers something other than a refusal
+// worth coming back for (broker_unreachable, no_quorum, behind): what a
+// client does while the fleet moves a leader off a failed broker.
+func callRetry(t *testing.T, c *client.Client, name string, args map[string]any) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		res, err := c.CallTool(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s(%v): %v", name, args, err)
+		}
+		m, _ := res.StructuredContent.(map[string]any)
+		if !res.IsError {
+			return m
+		}
+		switch m["refused"] {
+		case "broker_unreachable", "no_quorum", "behind":
+		default:
+			t.Fatalf("%s(%v) answered an error: %s", name, args, resultText(res))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s(%v) still refused after 45 s: %s", name, args, resultText(res))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// retentionStatus runs `crewlet retention status` against s.
+func retentionStatus(t *testing.T, bin string, s *Serve, extra ...string) string {
+	t.Helper()
+	args := append([]string{"retention", "status", "--node", s.BaseURL, "--token-file", s.TokenFile}, extra...)
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("crewlet %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestChildFleet: three `crewlet serve` processes cluster their brokers
+// from their config files; a write on one is read linearizably on the
+// others; SIGSTOP of one child and SIGKILL of another (one at a time)
+// leave the majority writing, and the stopped and the restarted child
+// catch up; `crewlet retention status` names every node with its figures,
+// and /api/v1/retention wants the operator token.
+func TestChildFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots three processes")
+	}
+	f := startChildFleet(t)
+	c1 := f.serves[0].HTTPClient(t)
+	Call(t, c1, "create_project", map[string]any{"key": "ENG", "name": "Engineering"})
+	item := Call(t, c1, "create_work_item", map[string]any{"project": "ENG", "title": "one"})
+	key := item["item"].(map[string]any)["key"].(string)
+	got := Call(t, f.serves[2].HTTPClient(t), "get_work_item", map[string]any{"key": key})
+	if got["item"].(map[string]any)["title"] != "one" {
+		t.Fatalf("n3 reads %v", got)
+	}
+	version := func(c *client.Client) float64 {
+		return callRetry(t, c, "get_work_item", map[string]any{"key": key})["item"].(map[string]any)["version"].(float64)
+	}
+
+	// The route wants the token.
+	resp, err := http.Get(f.serves[1].BaseURL + "/api/v1/retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/api/v1/retention without a token = %d, want 401", resp.StatusCode)
+	}
+
+	// SIGSTOP n3: the majority writes on; SIGCONT: n3 catches up.
+	if err := f.serves[2].Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w := callRetry(t, c1, "update_work_item", map[string]any{"key": key, "title": "two", "if_match": version(c1)})
+	// Durable on the majority; applied here, or pending while this
+	// node's reader moves off the paused broker.
+	if w["outcome"] != "applied" && w["outcome"] != "pending" {
+		t.Fatalf("write with n3 paused: %v", w)
+	}
+	if err := f.serves[2].Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	c3 := f.serves[2].HTTPClient(t)
+	got = callRetry(t, c3, "get_work_item", map[string]any{"key": key})
+	if got["item"].(map[string]any)["title"] != "two" {
+		t.Fatalf("n3 after SIGCONT reads %v", got)
+	}
+
+	// SIGKILL n2: the majority writes on; restarted, n2 catches up.
+	f.serves[1].Kill(t)
+	w = callRetry(t, c1, "update_work_item", map[string]any{"key": key, "title": "three", "if_match": version(c1)})
+	if w["outcome"] != "applied" && w["outcome"] != "pending" {
+		t.Fatalf("write with n2 killed: %v", w)
+	}
+	f.restart(t, 1)
+	want := version(c1)
+	got = callRetry(t, f.serves[1].HTTPClient(t), "get_work_item", map[string]any{"key": key})
+	if got["item"].(map[string]any)["title"] != "three" || got["item"].(map[string]any)["version"] != want {
+		t.Fatalf("restarted n2 reads %v", got)
+	}
+
+	// Every node in the retention answer, with its figures.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := retentionStatus(t, f.bin, f.serves[0])
+		ok := strings.Contains(out, "level: stale") && strings.Contains(out, "APPLIED_THROUGH")
+		for _, n := range []string{"n1", "n2", "n3"} {
+			ok = ok && strings.Contains(out, "\n"+n+" ")
+		}
+		if ok && !strings.Contains(out, "not yet") {
+			t.Logf("retention status:\n%s", out)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention status never named every node with a beat:\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var a struct {
+		Level string `json:"level"`
+		Nodes []struct {
+			Node    string `json:"node"`
+			Domains []struct {
+				Seq                uint64    `json:"seq"`
+				AppliedThrough     uint64    `json:"applied_through"`
+				StreamCreatedAt    time.Time `json:"stream_created_at"`
+				CheckpointStoredAt time.Time `json:"checkpoint_stored_at"`
+			} `json:"domains"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(retentionStatus(t, f.bin, f.serves[2], "--json")), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Level != "stale" || len(a.Nodes) != 3 {
+		t.Fatalf("--json: %+v", a)
+	}
+	for _, n := range a.Nodes {
+		if d := n.Domains[0]; d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
+			t.Fatalf("--json %s: %+v", n.Node, d)
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// Bucket is the positions register's KV bucket.
+const Bucket = "CREWLET_POSITIONS"
+
+// DefaultInterval is the heartbeat period.
+const DefaultInterval = 5 * time.Second
+
+// Position is one node's figures for one domain, as it publishes them.
+type Position struct {
+	Node               string        `json:"node"`
+	Domain             engine.Domain `json:"domain"`
+	Stream             string        `json:"stream"`
+	Generation         uint64        `json:"generation"`
+	Seq                uint64        `json:"seq"`
+	AppliedThrough     uint64        `json:"applied_through"`
+	StreamCreatedAt    time.Time     `json:"stream_created_at"`
+	CheckpointStoredAt time.Time     `json:"checkpoint_stored_at"`
+	// StartedAt is when this node process entered the register; BeatAt
+	// is its last beat (zero until the first, when the position is zero).
+	StartedAt time.Time `json:"started_at"`
+	BeatAt    time.Time `json:"beat_at"`
+}
+
+// Key is the register key of a node's domain.
+func Key(node string, d engine.Domain) string { return node + "." + string(d) }
+
+// RegisterConfig is what a data node publishes from.
+type RegisterConfig struct {
+	JS       jetstream.JetStream
+	Node     string
+	Replicas []*statelog.Replica
+	// BucketReplicas is the KV bucket's replica count where this node
+	// creates it (the streams' count).
+	BucketReplicas int
+	Interval       time.Duration
+	Clock          engine.Clock
+	Logger         *slog.Logger
+}
+
+// Register is a running heartbeat.
+type Register struct {
+	cfg     RegisterConfig
+	kv      jetstream.KeyValue
+	started time.Time
+	log     *slog.Logger
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu       sync.Mutex
+	lastBeat time.Time
+	lastErr  error
+	known    []Position
+	knownAt  time.Time
+}
+
+// StartRegister opens (or creates) the bucket, enters every domain of
+// this node at position zero, and beats until Close.
+func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BucketReplicas == 0 {
+		cfg.BucketReplicas = 1
+	}
+	kv, err := openBucket(ctx, cfg.JS, cfg.BucketReplicas)
+	if err != nil {
+		return nil, err
+	}
+	r := &Register{cfg: cfg, kv: kv, started: cfg.Clock.Now().UTC(), done: make(chan struct{}),
+		log: cfg.Logger.With(engine.LogComponent, engine.ComponentEngine)}
+	for _, rep := range cfg.Replicas {
+		p := Position{Node: cfg.Node, Domain: rep.Domain(), Stream: rep.Stream(), Generation: rep.Generation(), StartedAt: r.started}
+		if err := r.put(ctx, p); err != nil {
+			return nil, fmt.Errorf("fleet: enter %s in the positions register: %w", Key(cfg.Node, rep.Domain()), err)
+		}
+	}
+	bctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go r.loop(bctx)
+	return r, nil
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kv, err := js.KeyValue(actx, Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(actx, jetstream.KeyValueConfig{Bucket: Bucket, History: 4,
+				Storage: jetstream.FileStorage, Replicas: replicas,
+				Description: "Crewlet positions register: every data node's position per domain"})
+			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				kv, err = js.KeyValue(actx, Bucket)
+			}
+		}
+		cancel()
+		if err == nil {
+			return kv, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return nil, fmt.Errorf("fleet: open the positions register %s: %w", Bucket, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (r *Register) put(ctx context.Context, p Position) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = r.kv.Put(pctx, Key(p.Node, p.Domain), b)
+	return err
+}
+
+func (r *Register) loop(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		r.Beat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Beat publishes this node's position in every domain now.
+func (r *Register) Beat(ctx context.Context) {
+	var errs []error
+	now := r.cfg.Clock.Now().UTC()
+	for _, rep := range r.cfg.Replicas {
+		cp, err := rep.Checkpoint(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p := Position{Node: r.cfg.Node, Domain: rep.Domain(), Stream: cp.Stream, Generation: cp.Generation,
+			Seq: cp.Seq, AppliedThrough: cp.AppliedThrough, StreamCreatedAt: cp.StreamCreatedAt.UTC(),
+			CheckpointStoredAt: cp.CheckpointStoredAt.UTC(), StartedAt: r.started, BeatAt: now}
+		if err := r.put(ctx, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Read the whole register back on every beat, so a node cut off from
+	// the register's leader can still say what it last saw.
+	all, rerr := ReadAll(ctx, r.kv)
+	err := errors.Join(errs...)
+	r.mu.Lock()
+	if rerr == nil {
+		r.known, r.knownAt = all, now
+	}
+	prev := r.lastErr
+	r.lastErr = err
+	if err == nil {
+		r.lastBeat = now
+	}
+	r.mu.Unlock()
+	if err != nil && prev == nil && ctx.Err() == nil {
+		r.log.Warn("fleet_heartbeat_failed", engine.LogErr, err.Error())
+	}
+}
+
+// StartedAt is when this process entered the register.
+func (r *Register) StartedAt() time.Time { return r.started }
+
+// Known is the register as this node last read it, and when.
+func (r *Register) Known() ([]Position, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Position(nil), r.known...), r.knownAt
+}
+
+// KV is the register's bucket (the retention answer reads it).
+func (r *Register) KV() jetstream.KeyValue { return r.kv }
+
+// Node is this node's name.
+func (r *Register) Node() string { return r.cfg.Node }
+
+// Close stops the heartbeat.
+func (r *Register) Close() {
+	if r == nil || r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}

@@ -1,0 +1,192 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// Answer is the retention answer: every data node in the register with
+// its figures per domain, beside each log's own end. It is a replication
+// answer, read at stale: the register is read from this node's broker,
+// and each lag is measured against the log's end as this node reads it.
+// When the log's end cannot be read the answer weakens to
+// consistent_prefix and says so in Note.
+type Answer struct {
+	Level engine.ReadLevel `json:"level"`
+	Note  string           `json:"note,omitempty"`
+	// AskedAt is the instant the answer was built, on this node's clock.
+	AskedAt time.Time     `json:"asked_at"`
+	Node    string        `json:"node"`
+	Logs    []LogFigures  `json:"logs"`
+	Nodes   []NodeFigures `json:"nodes"`
+}
+
+// LogFigures is a log's state as this node reads it.
+type LogFigures struct {
+	Domain     engine.Domain `json:"domain"`
+	Stream     string        `json:"stream"`
+	Generation uint64        `json:"generation"`
+	FirstSeq   uint64        `json:"first_seq"`
+	LastSeq    uint64        `json:"last_seq"`
+	CreatedAt  time.Time     `json:"stream_created_at"`
+	// Measured is false when the log's end could not be read.
+	Measured bool `json:"measured"`
+}
+
+// NodeFigures is one data node's positions.
+type NodeFigures struct {
+	Node    string          `json:"node"`
+	Domains []DomainFigures `json:"domains"`
+}
+
+// DomainFigures is a node's position in one domain, with its lag behind
+// the log where it can be measured.
+type DomainFigures struct {
+	Position
+	Lag *engine.Lag `json:"lag,omitempty"`
+	// LeftGen is set when the position is in a generation the log has
+	// left: its sequence compares with nothing the log holds, so no lag.
+	LeftGen uint64 `json:"left_gen,omitempty"`
+}
+
+// Status builds the retention answer on a node whose replicas are reps.
+type Status struct {
+	Node     string
+	KV       jetstream.KeyValue
+	Replicas []*statelog.Replica
+	Logs     map[engine.Domain]statelog.Log
+	Clock    engine.Clock
+	// Known, when set, is the register as this node last read it: the
+	// answer falls back on it when the register cannot be read now.
+	Known func() ([]Position, time.Time)
+}
+
+// Answer reads the register and the logs' ends. It refuses
+// broker_unreachable when the register itself cannot be read.
+func (s *Status) Answer(ctx context.Context) (Answer, error) {
+	clock := s.Clock
+	if clock == nil {
+		clock = engine.SystemClock{}
+	}
+	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}}
+	logs := map[engine.Domain]LogFigures{}
+	lastTime := map[engine.Domain]time.Time{}
+	var unmeasured []string
+	for _, rep := range s.Replicas {
+		d := rep.Domain()
+		lf := LogFigures{Domain: d, Stream: rep.Stream(), Generation: rep.Generation()}
+		if l := s.Logs[d]; l != nil {
+			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			info, err := l.Info(ictx)
+			if err == nil {
+				lf.FirstSeq, lf.LastSeq, lf.CreatedAt, lf.Measured = info.FirstSeq, info.LastSeq, info.Created.UTC(), true
+				if info.LastSeq > 0 {
+					if m, err := l.Get(ictx, info.LastSeq); err == nil {
+						lastTime[d] = m.Time
+					}
+				}
+			}
+			cancel()
+		}
+		if !lf.Measured {
+			unmeasured = append(unmeasured, string(d))
+		}
+		logs[d] = lf
+		a.Logs = append(a.Logs, lf)
+	}
+	if len(unmeasured) > 0 {
+		a.Level = engine.ConsistentPrefix
+		a.Note = fmt.Sprintf("This node cannot read the end of the %s log from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", strings.Join(unmeasured, " and "))
+	}
+	positions, err := ReadAll(ctx, s.KV)
+	if err != nil && s.Known != nil {
+		if known, at := s.Known(); len(known) > 0 {
+			positions, err = known, nil
+			a.Level = engine.ConsistentPrefix
+			a.Note = strings.TrimSpace(a.Note + fmt.Sprintf(" The positions register cannot be read from this node's broker now; these are the positions as this node last read them, at %s.", at.Format(time.RFC3339)))
+		}
+	}
+	if err != nil {
+		return a, engine.Refuse(engine.CodeBrokerUnreachable, "the positions register (%s) cannot be read from this node's broker: %v. Retry once the broker answers, or ask another node.", Bucket, err)
+	}
+	byNode := map[string]*NodeFigures{}
+	for _, p := range positions {
+		nf := byNode[p.Node]
+		if nf == nil {
+			nf = &NodeFigures{Node: p.Node}
+			byNode[p.Node] = nf
+		}
+		df := DomainFigures{Position: p}
+		if lf, ok := logs[p.Domain]; ok && lf.Measured {
+			switch {
+			case p.Generation != 0 && p.Generation < lf.Generation:
+				df.LeftGen = p.Generation
+			default:
+				lag := &engine.Lag{}
+				if lf.LastSeq > p.Seq {
+					lag.Seq = lf.LastSeq - p.Seq
+				}
+				if t, ok := lastTime[p.Domain]; ok {
+					secs := 0.0
+					if lag.Seq > 0 && !p.CheckpointStoredAt.IsZero() && t.After(p.CheckpointStoredAt) {
+						secs = t.Sub(p.CheckpointStoredAt).Seconds()
+					} else if lag.Seq > 0 {
+						secs = a.AskedAt.Sub(t).Seconds()
+					}
+					lag.Seconds = &secs
+				}
+				df.Lag = lag
+			}
+		}
+		nf.Domains = append(nf.Domains, df)
+	}
+	for _, nf := range byNode {
+		sort.Slice(nf.Domains, func(i, j int) bool { return nf.Domains[i].Domain < nf.Domains[j].Domain })
+		a.Nodes = append(a.Nodes, *nf)
+	}
+	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
+	return a, nil
+}
+
+// ReadAll reads every position in the register.
+func ReadAll(ctx context.Context, kv jetstream.KeyValue) ([]Position, error) {
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	lister, err := kv.ListKeys(rctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	var out []Position
+	for _, k := range keys {
+		e, err := kv.Get(rctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var p Position
+		if err := json.Unmarshal(e.Value(), &p); err != nil {
+			return nil, fmt.Errorf("register key %s: %w", k, err)
+		}
+		out = append(out, p)
+	}
+	if err := rctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

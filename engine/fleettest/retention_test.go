@@ -1,0 +1,138 @@
+package fleettest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// TestPositionsRegister: every data node is in the register from its
+// start (its first entry is position zero, before any beat), each beat
+// publishes its checkpoint's figures, a stopped node stays counted with
+// its last position, and the retention answer names every node with its
+// lag. Cut off from the log's end, a node's answer weakens to
+// consistent_prefix and says why.
+func TestPositionsRegister(t *testing.T) {
+	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		cfg.HeartbeatInterval = 100 * time.Millisecond
+	}})
+	ctx := context.Background()
+
+	// n3 restarted enters the register at zero before its first beat:
+	// the oldest entry its new process wrote is position zero.
+	c.Stop(2)
+	if err := c.Start(2); err != nil {
+		t.Fatal(err)
+	}
+	started := c.Node(2).Register().StartedAt()
+	hist, err := c.Node(0).Register().KV().History(ctx, fleet.Key("n3", engine.DomainTracker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first fleet.Position
+	for _, e := range hist {
+		var p fleet.Position
+		if err := json.Unmarshal(e.Value(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.StartedAt.Equal(started) {
+			first = p
+			break
+		}
+	}
+	if first.Seq != 0 || first.AppliedThrough != 0 || !first.BeatAt.IsZero() || first.StartedAt.IsZero() {
+		t.Fatalf("n3 entered the register at %+v, want position zero before its first beat", first)
+	}
+
+	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
+		t.Fatalf("create project: %+v %v", pw, err)
+	}
+	for i := 0; i < 5; i++ {
+		if iw, err := c.Node(i%3).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprint(i)}); err != nil || iw.Outcome != engine.Applied {
+			t.Fatalf("create item: %+v %v", iw, err)
+		}
+	}
+	last, err := c.Node(0).Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		a, err := c.Node(1).Retention().Answer(ctx)
+		if err != nil {
+			return err
+		}
+		if a.Level != engine.Stale || len(a.Nodes) != 3 {
+			return fmt.Errorf("answer %+v", a)
+		}
+		for _, n := range a.Nodes {
+			d := n.Domains[0]
+			if d.Domain != engine.DomainTracker || d.Seq < last.LastSeq || d.AppliedThrough < last.LastSeq || d.Lag == nil || d.Lag.Seq != 0 ||
+				d.Generation != 1 || d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() {
+				return fmt.Errorf("%s: %+v", n.Node, d)
+			}
+		}
+		return nil
+	})
+
+	// A stopped node keeps its place, at its last position, and lags.
+	c.Stop(2)
+	if iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "after"}); err != nil || iw.Outcome != engine.Applied {
+		t.Fatalf("create item: %+v %v", iw, err)
+	}
+	enginetest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		a, err := c.Node(0).Retention().Answer(ctx)
+		if err != nil {
+			return err
+		}
+		for _, n := range a.Nodes {
+			if n.Node == "n3" {
+				if d := n.Domains[0]; d.Lag == nil || d.Lag.Seq == 0 {
+					return fmt.Errorf("stopped n3: %+v", d)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("n3 left the register: %+v", a.Nodes)
+	})
+	if err := c.Start(2); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cut off, n3 cannot read the log's end: the answer weakens.
+	enginetest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if k, _ := c.Node(2).Register().Known(); len(k) != 3 {
+			return fmt.Errorf("n3 has read %d positions", len(k))
+		}
+		return nil
+	})
+	c.Isolate(2)
+	enginetest.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		a, err := c.Node(2).Retention().Answer(ctx)
+		if err != nil {
+			return err
+		}
+		if a.Level != engine.ConsistentPrefix || a.Note == "" {
+			return fmt.Errorf("isolated n3 answers level %s note %q", a.Level, a.Note)
+		}
+		if len(a.Nodes) != 3 {
+			return fmt.Errorf("isolated n3 names %d nodes", len(a.Nodes))
+		}
+		for _, n := range a.Nodes {
+			if n.Domains[0].Lag != nil {
+				return fmt.Errorf("isolated n3 measured a lag for %s", n.Node)
+			}
+		}
+		t.Logf("isolated n3: %s: %s", a.Level, a.Note)
+		return nil
+	})
+	c.HealLinks()
+}
