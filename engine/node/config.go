@@ -39,8 +39,8 @@ type Config struct {
 	// HeartbeatInterval is how often the node publishes its positions in
 	// the positions register (default 5 s).
 	HeartbeatInterval time.Duration
-	Clock      engine.Clock
-	Logger     *slog.Logger
+	Clock             engine.Clock
+	Logger            *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").
