@@ -98,7 +98,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
 		return n, err
 	}
-	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", sync.String())
+	syncSays := sync.String()
+	if cfg.Stream.Type == "nats" {
+		syncSays = "the external servers' own (not checked)"
+	}
+	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", syncSays)
 	return n, nil
 }
 
