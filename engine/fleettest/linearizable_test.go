@@ -208,9 +208,14 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 
 	var convergeErr error
 	deadline := time.Now().Add(90 * time.Second)
+	lastSaid := time.Now()
 	for {
 		if convergeErr = fleettest.Converged(ctx, c); convergeErr == nil || time.Now().After(deadline) {
 			break
+		}
+		if time.Since(lastSaid) > 10*time.Second {
+			t.Logf("converging %v after the heal: %v", time.Since(healed).Round(time.Second), convergeErr)
+			lastSaid = time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,0 +1,174 @@
+package fleettest_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// Benchmarks on a three-node R3 cluster on loopback:
+//
+//	go test -run '^$' -bench . -benchtime 500x ./engine/fleettest/
+
+func p50(l []time.Duration) time.Duration {
+	slices.Sort(l)
+	return l[len(l)/2]
+}
+
+// follower is a node that does not lead the tracker stream.
+func follower(b *testing.B, c *fleettest.Cluster) *node.Node {
+	s, err := c.Node(0).Broker().JS.Stream(context.Background(), engine.StreamOf(engine.DomainTracker))
+	if err != nil {
+		b.Fatal(err)
+	}
+	leader := s.CachedInfo().Cluster.Leader
+	for i := 0; i < c.Size(); i++ {
+		if c.Node(i).Name() != leader {
+			return c.Node(i)
+		}
+	}
+	b.Fatal("no follower")
+	return nil
+}
+
+// BenchmarkFollowerLinearizableRead: get_work_item at linearizable on a
+// follower of the R3 tracker stream, against the bare loop on the same
+// cluster and node: a publish on an R3 stream, a pull consumer on that
+// node, a checkpoint row committed in SQLite, the publisher told. Reports
+// both p50s and their ratio (the goal is ≤ 1.3× bare).
+func BenchmarkFollowerLinearizableRead(b *testing.B) {
+	c := fleettest.StartCluster(b, fleettest.Options{})
+	n := follower(b, c)
+	ctx := context.Background()
+	if _, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "BEN", "Bench"); err != nil {
+		b.Fatal(err)
+	}
+	iw, err := n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "BEN", Title: "x"})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// The bare loop.
+	js := n.Broker().JS
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BARE", Subjects: []string{"bare.>"}, Storage: jetstream.FileStorage, Replicas: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bare.db"), 5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE cp(id INTEGER PRIMARY KEY, seq INTEGER); INSERT INTO cp VALUES(1, 0)`); err != nil {
+		b.Fatal(err)
+	}
+	cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckNonePolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	applied := make(chan uint64, 1)
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			m, err := it.Next()
+			if err != nil {
+				return
+			}
+			md, _ := m.Metadata()
+			if _, err := db.Exec(`UPDATE cp SET seq = ? WHERE id = 1`, md.Sequence.Stream); err != nil {
+				return
+			}
+			applied <- md.Sequence.Stream
+		}
+	}()
+	defer it.Stop()
+
+	bare := make([]time.Duration, 0, b.N)
+	lin := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		ack, err := js.Publish(ctx, "bare.x", []byte("x"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for seq := range applied {
+			if seq >= ack.Sequence {
+				break
+			}
+		}
+		bare = append(bare, time.Since(t0))
+
+		t0 = time.Now()
+		if _, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, iw.Item.Key); err != nil {
+			b.Fatal(err)
+		}
+		lin = append(lin, time.Since(t0))
+	}
+	b.StopTimer()
+	pb, pl := p50(bare), p50(lin)
+	b.ReportMetric(float64(pb.Microseconds()), "bare-p50-µs")
+	b.ReportMetric(float64(pl.Microseconds()), "linearizable-p50-µs")
+	b.ReportMetric(float64(pl)/float64(pb), "ratio-to-bare")
+}
+
+// BenchmarkAppliedWritesConcurrency64: 64 writers spread over the three
+// nodes, each updating its own work item (no if_match contention);
+// reports applied writes per second.
+func BenchmarkAppliedWritesConcurrency64(b *testing.B) {
+	c := fleettest.StartCluster(b, fleettest.Options{})
+	ctx := context.Background()
+	if _, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "BEN", "Bench"); err != nil {
+		b.Fatal(err)
+	}
+	const workers = 64
+	keys := make([]string, workers)
+	for i := range keys {
+		iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "BEN", Title: "x"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = iw.Item.Key
+	}
+	var next, applied, other atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	t0 := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			n := c.Node(w % c.Size())
+			for next.Add(1) <= int64(b.N) {
+				title := fmt.Sprint(w)
+				r, err := n.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, keys[w], 0, tracker.ItemPatch{Title: &title})
+				if err == nil && r.Outcome == engine.Applied {
+					applied.Add(1)
+				} else {
+					other.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(applied.Load())/el.Seconds(), "applied-writes/s")
+	b.ReportMetric(float64(other.Load()), "not-applied")
+}
