@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/ledger"
 )
 
 // Surface names who calls the tools. The surfaces differ in what a call
@@ -47,13 +48,21 @@ func (d Deps) readOptions() engine.ReadOptions {
 	return engine.ReadOptions{Level: engine.Linearizable}
 }
 
-// writeOptions is what a write on this surface brings: the op_id the
-// caller brought back, or none (the engine mints a fresh one).
-func (d Deps) writeOptions(a args) engine.WriteOptions {
-	if !d.takesOpID() {
-		return engine.WriteOptions{}
+// writeOptions is what a write on this surface brings: the digest of the
+// call (the tool and its arguments but op_id), and the op_id the caller
+// brought back, or none (the engine mints a fresh one, sealed to the call).
+func (d Deps) writeOptions(tool string, a args) engine.WriteOptions {
+	call := make(map[string]any, len(a))
+	for k, v := range a {
+		if k != argOpID {
+			call[k] = v
+		}
 	}
-	return engine.WriteOptions{OpID: a.str(argOpID)}
+	w := engine.WriteOptions{Digest: ledger.Digest(tool, call)}
+	if d.takesOpID() {
+		w.OpID = a.str(argOpID)
+	}
+	return w
 }
 
 // Constructor builds one tool: its definition and its handler.

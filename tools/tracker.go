@@ -122,7 +122,7 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w := d.writeOptions(NameCreateProject, a)
 		res, err := d.Tracker.CreateProject(ctx, w, a.str("key"), a.str("name"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
@@ -180,7 +180,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w := d.writeOptions(NameCreateWorkItem, a)
 		res, err := d.Tracker.CreateWorkItem(ctx, w, tracker.NewWorkItem{
 			Project:     a.str("project"),
 			Title:       a.str("title"),
@@ -308,7 +308,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w := d.writeOptions(NameUpdateWorkItem, a)
 		res, err := d.Tracker.UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
 			Title:       a.strPtr("title"),
 			Description: a.strPtr("description"),

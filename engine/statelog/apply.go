@@ -217,7 +217,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
-			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
 	}
