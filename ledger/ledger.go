@@ -132,3 +132,21 @@ func Vouches(op OpID, watermark time.Time, lost bool) bool {
 	}
 	return !op.Minted.Before(watermark)
 }
+
+// LookupKey returns the row of any operation whose id starts with this
+// UUID: a client-minted key names one write, whatever name it came with.
+func LookupKey(ctx context.Context, q Querier, key string) (Entry, bool, error) {
+	var e Entry
+	var at int64
+	err := q.QueryRowContext(ctx, `SELECT op_id, domain, subject, object, generation, seq, digest, applied_at FROM statelog_ledger
+		WHERE op_id >= ? AND op_id < ? ORDER BY seq LIMIT 1`, key+".", key+"/").
+		Scan(&e.OpID, &e.Domain, &e.Subject, &e.Object, &e.Generation, &e.Seq, &e.Digest, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, err
+	}
+	e.AppliedAt = time.UnixMilli(at)
+	return e, true, nil
+}

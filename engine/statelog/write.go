@@ -149,7 +149,9 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 // copy's position however late the retry, or op_reused when the id comes
 // with another write.
 func (r *Replica) fromLedger(ctx context.Context, op Op, out Written) (bool, Written, error) {
-	e, ok, err := ledger.Lookup(ctx, r.cfg.DB, out.OpID)
+	// Looked up by the id's UUID, so a key brought back under another name
+	// (a client-minted key sent with a write to another object) is found.
+	e, ok, err := ledger.LookupKey(ctx, r.cfg.DB, op.ID.UUID.String())
 	if err != nil {
 		return true, out, err
 	}
@@ -157,7 +159,7 @@ func (r *Replica) fromLedger(ctx context.Context, op Op, out Written) (bool, Wri
 		return false, out, nil
 	}
 	p := engine.Position{Stream: engine.StreamOf(engine.Domain(e.Domain)), Generation: e.Generation, Seq: e.Seq}
-	if e.Domain != string(r.domain) || (op.Digest != "" && e.Digest != "" && e.Digest != op.Digest) {
+	if e.OpID != out.OpID || e.Domain != string(r.domain) || (op.Digest != "" && e.Digest != "" && e.Digest != op.Digest) {
 		return true, out, opReused(out.OpID, p, e.Subject)
 	}
 	res, err := r.answerLanded(ctx, out, e.Seq, true)

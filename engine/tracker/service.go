@@ -202,7 +202,37 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 			Scope:   []string{"project:" + in.Project, "item:" + id},
 			Payload: createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description, Status: in.Status, Assignee: in.Assignee}}, nil
 	})
+	if err == nil && wr.Unvouched {
+		return s.createFromRow(ctx, wr, id)
+	}
 	return s.itemAnswer(ctx, wr, err, id)
+}
+
+// createFromRow answers a create the ledger can no longer vouch for from
+// its item's own row (the id derives from the op): the item the first copy
+// filed, under the key it took, where this node holds it; unknown with no
+// number minted where it does not.
+func (s *Service) createFromRow(ctx context.Context, wr statelog.Written, id string) (ItemWrite, error) {
+	var it WorkItem
+	var created uint64
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		it, err = s.getItem(ctx, tx, "id", id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT created_seq FROM tracker_items WHERE id = ?`, id).Scan(&created)
+		}
+		return err
+	})
+	out := ItemWrite{WriteResult: wr.WriteResult}
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Outcome, out.Message, out.Item = engine.Applied, "", &it
+	out.Position = s.replica.Position(created).Token()
+	return out, nil
 }
 
 // itemID derives a work item's id from the operation that creates it.
