@@ -32,7 +32,9 @@ type Turn struct {
 type turnKey struct{}
 
 // WithTurn puts a seat request's turn into ctx (the seat MCP handler does).
-func WithTurn(ctx context.Context, t Turn) context.Context { return context.WithValue(ctx, turnKey{}, t) }
+func WithTurn(ctx context.Context, t Turn) context.Context {
+	return context.WithValue(ctx, turnKey{}, t)
+}
 
 // TurnFrom returns the turn a request carries.
 func TurnFrom(ctx context.Context) (Turn, bool) {
