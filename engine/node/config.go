@@ -78,6 +78,9 @@ type Hooks struct {
 	// BeforeApplyCommit runs inside the apply transaction of each batch,
 	// after the rows and before the commit; an error fails the batch.
 	BeforeApplyCommit func(domain engine.Domain, lastSeq uint64) error
+	// ClientURL, when set, puts the node's broker connection on TCP via
+	// the URL it returns for the broker's (a proxy that drops acks).
+	ClientURL func(brokerURL string) string
 }
 
 // Defaults.

@@ -64,7 +64,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.broker, err = broker.StartEmbedded(broker.EmbeddedOptions{ServerName: cfg.Name, StoreDir: cfg.Stream.StoreDir,
-		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger})
+		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger, ClientURL: cfg.Hooks.ClientURL})
 	if err != nil {
 		return n, err
 	}
