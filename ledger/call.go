@@ -71,3 +71,18 @@ func ForCall(now time.Time, given, unit string, unitStart time.Time, n int, verb
 	}
 	return Call{ID: id, Digest: digest, Vouched: Matches(id, digest)}, nil
 }
+
+// RequireMinted parses an op id that a route takes from outside (a
+// purge's or a node gate's ?op_id=): it must be one the engine minted,
+// since an id without a mint instant counts as older than everything the
+// ledger ever lost and could never be vouched for.
+func RequireMinted(s string) (OpID, error) {
+	id, err := Parse(s)
+	if err != nil {
+		return OpID{}, &CallError{Msg: err.Error()}
+	}
+	if !id.EngineMinted() {
+		return OpID{}, &CallError{Msg: fmt.Sprintf("op_id %s was not minted by the engine (its UUID is not version 7); bring back the op_id an answer gave", s)}
+	}
+	return id, nil
+}

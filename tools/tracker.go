@@ -42,7 +42,7 @@ var opIDParam = param{
 	name:     argOpID,
 	kind:     kindString,
 	maxBytes: 256,
-	desc:     "Optional. Leave it out for a new write. To repeat an earlier write whose outcome was unknown, pass back that answer's op_id with the same arguments; the write then happens at most once.",
+	desc:     "Optional. Leave it out for a new write, or mint a fresh v7 UUID yourself just before the first attempt so a lost answer can be retried; to repeat a write, send the same op_id with exactly the same arguments (with any others it is refused op_reused) and it happens at most once.",
 }
 
 // Argument declarations shared across tools.
