@@ -36,8 +36,10 @@ type Config struct {
 	WriteWait time.Duration
 	// ReadBudget is how long a read waits for a position (default 2 s).
 	ReadBudget time.Duration
-	Clock      engine.Clock
-	Logger     *slog.Logger
+	// PublishTimeout bounds one append, a barrier's included (default 5 s).
+	PublishTimeout time.Duration
+	Clock          engine.Clock
+	Logger         *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").

@@ -74,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
 		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
-		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget}
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
 	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
 		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainTracker, last) }
 	}
@@ -147,6 +147,18 @@ func (n *Node) Name() string { return n.cfg.Name }
 
 // Tracker is the tracker's service.
 func (n *Node) Tracker() *tracker.Service { return n.svc }
+
+// Replica returns a domain's replica, nil for a domain this node does not
+// replicate (yet).
+func (n *Node) Replica(d engine.Domain) *statelog.Replica {
+	if d == engine.DomainTracker {
+		return n.tracker
+	}
+	return nil
+}
+
+// Mode is the mode the node runs in: normal, maintenance or seal.
+func (n *Node) Mode() string { return n.cfg.Mode }
 
 // Log returns a domain's broker log (tests count records through it).
 func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
