@@ -228,3 +228,20 @@ func LagOf(applied, logEnd uint64, rate float64) *engine.Lag {
 // LagUnmeasured is the note a read carries when its lag in seconds could
 // not be derived.
 const LagUnmeasured = "lag in seconds is unmeasurable: this node has not measured its drain rate yet; lag.seq is the measured distance"
+
+// Floor raises a read's min_position to floor when floor is on the
+// replica's stream (this node's own last write, a seat's trigger
+// position): the answer is then from no earlier than either. A floor on
+// another domain's log is left off rather than refused, since a floor on
+// one log never holds up a read of another; a caller's own min_position on
+// another log still refuses wrong_stream.
+func Floor(opts engine.ReadOptions, stream string, floor engine.Position) engine.ReadOptions {
+	if floor.Stream != stream || floor.IsZero() {
+		return opts
+	}
+	if opts.MinPosition == nil || (opts.MinPosition.Stream == floor.Stream && opts.MinPosition.Generation == floor.Generation && opts.MinPosition.Seq < floor.Seq) {
+		f := floor
+		opts.MinPosition = &f
+	}
+	return opts
+}

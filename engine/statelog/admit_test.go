@@ -175,3 +175,24 @@ func TestOrdinaryCeiling(t *testing.T) {
 		t.Fatalf("no ceiling: %d", got)
 	}
 }
+
+func TestFloor(t *testing.T) {
+	tr := func(seq uint64) engine.Position { return engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: seq} }
+	o := Floor(engine.ReadOptions{Level: engine.Linearizable}, engine.StreamTracker, tr(7))
+	if o.MinPosition == nil || *o.MinPosition != tr(7) {
+		t.Fatalf("floor not set: %+v", o)
+	}
+	if o2 := Floor(o, engine.StreamTracker, tr(3)); *o2.MinPosition != tr(7) {
+		t.Fatalf("a lower floor lowered it: %+v", o2.MinPosition)
+	}
+	if o3 := Floor(o, engine.StreamTracker, tr(9)); *o3.MinPosition != tr(9) {
+		t.Fatalf("a higher floor did not raise it: %+v", o3.MinPosition)
+	}
+	pages := engine.Position{Stream: engine.StreamPages, Generation: 1, Seq: 50}
+	if o4 := Floor(engine.ReadOptions{Level: engine.Stale}, engine.StreamTracker, pages); o4.MinPosition != nil {
+		t.Fatalf("a pages floor held up a tracker read: %+v", o4.MinPosition)
+	}
+	if *o.MinPosition != tr(7) {
+		t.Fatal("Floor changed its argument")
+	}
+}
