@@ -36,7 +36,8 @@ type Config struct {
 	WriteWait time.Duration
 	// ReadBudget is how long a read waits for a position (default 2 s).
 	ReadBudget time.Duration
-	// PublishTimeout bounds one append, a barrier's included (default 5 s).
+	// PublishTimeout bounds one append's wait for the broker's answer
+	// (default 5 s); past it the append is settled from the log or unknown.
 	PublishTimeout time.Duration
 	Clock          engine.Clock
 	Logger         *slog.Logger

@@ -220,12 +220,21 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
 		}
 	}
+	if rec.OpID != "" {
+		// A second copy of an operation (appended after the duplicate
+		// window) applies nothing: the first copy's effects are the op's.
+		if _, dup, err := ledger.Lookup(ctx, tx, rec.OpID); err != nil {
+			return false, nil, err
+		} else if dup {
+			return false, nil, nil
+		}
+	}
 	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
-			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
 	}

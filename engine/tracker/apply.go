@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS tracker_items (
 	assignee       TEXT NOT NULL,
 	version        INTEGER NOT NULL,
 	scoped_through INTEGER NOT NULL DEFAULT 0,
+	created_seq    INTEGER NOT NULL,
 	created_at     INTEGER NOT NULL,
 	updated_at     INTEGER NOT NULL,
 	UNIQUE (project, number)
@@ -123,9 +124,13 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		} else {
 			return nil
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO tracker_items(id, key, project, number, title, description, status, assignee, version, created_at, updated_at)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
-			c.ID, fmt.Sprintf("%s-%d", c.Project, c.Number), c.Project, c.Number, c.Title, c.Description, c.Status, c.Assignee, at.Seq, ts, ts)
+		// A second copy of a create (landed after the duplicate window and
+		// the ledger's reach) has consumed its number above but files
+		// nothing: the item id derives from the op, so there is never a
+		// second item, and the gap in the numbering is visible.
+		_, err = tx.ExecContext(ctx, `INSERT INTO tracker_items(id, key, project, number, title, description, status, assignee, version, created_seq, created_at, updated_at)
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
+			c.ID, fmt.Sprintf("%s-%d", c.Project, c.Number), c.Project, c.Number, c.Title, c.Description, c.Status, c.Assignee, at.Seq, at.Seq, ts, ts)
 		return err
 	case KindUpdateWorkItem:
 		var u updateWorkItem

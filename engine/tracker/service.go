@@ -62,18 +62,15 @@ func checkStatus(st string) error {
 	return nil
 }
 
-// opFor returns the operation a write runs under: the one the caller
-// brought back, which must name this very write, or a fresh one.
-func (s *Service) opFor(ctx context.Context, w engine.WriteOptions, verb, object string) (ledger.OpID, error) {
-	if w.OpID == "" {
-		return ledger.Mint(s.clock.Now(), verb, object)
-	}
-	op, err := ledger.Parse(w.OpID)
+// opFor returns the operation a write runs under.
+func (s *Service) opFor(ctx context.Context, w engine.WriteOptions, verb, object string) (statelog.Op, error) {
+	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
 	if err != nil {
-		return ledger.OpID{}, invalid("%v. Bring back an op_id exactly as an answer gave it, or omit it.", err)
-	}
-	if op.Verb != verb || op.Object != object {
-		return op, engine.Refuse(engine.CodeOpReused, "op_id %s names the write %s-%s, not this %s-%s; a different write takes a fresh id: call again without op_id.", w.OpID, op.Verb, op.Object, verb, object)
+		var ce *ledger.CallError
+		if errors.As(err, &ce) && ce.Reused {
+			return op, engine.Refuse(engine.CodeOpReused, "%s", ce.Msg)
+		}
+		return op, invalid("%v", err)
 	}
 	return op, nil
 }
@@ -192,7 +189,7 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
 	}
-	id := itemID(op)
+	id := itemID(op.ID)
 	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
 		p, err := getProject(ctx, tx, in.Project)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -205,7 +202,37 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 			Scope:   []string{"project:" + in.Project, "item:" + id},
 			Payload: createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description, Status: in.Status, Assignee: in.Assignee}}, nil
 	})
+	if err == nil && wr.Unvouched {
+		return s.createFromRow(ctx, wr, id)
+	}
 	return s.itemAnswer(ctx, wr, err, id)
+}
+
+// createFromRow answers a create the ledger can no longer vouch for from
+// its item's own row (the id derives from the op): the item the first copy
+// filed, under the key it took, where this node holds it; unknown with no
+// number minted where it does not.
+func (s *Service) createFromRow(ctx context.Context, wr statelog.Written, id string) (ItemWrite, error) {
+	var it WorkItem
+	var created uint64
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		it, err = s.getItem(ctx, tx, "id", id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT created_seq FROM tracker_items WHERE id = ?`, id).Scan(&created)
+		}
+		return err
+	})
+	out := ItemWrite{WriteResult: wr.WriteResult}
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Outcome, out.Message, out.Item = engine.Applied, "", &it
+	out.Position = s.replica.Position(created).Token()
+	return out, nil
 }
 
 // itemID derives a work item's id from the operation that creates it.
