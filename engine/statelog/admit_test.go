@@ -177,7 +177,9 @@ func TestOrdinaryCeiling(t *testing.T) {
 }
 
 func TestFloor(t *testing.T) {
-	tr := func(seq uint64) engine.Position { return engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: seq} }
+	tr := func(seq uint64) engine.Position {
+		return engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: seq}
+	}
 	o := Floor(engine.ReadOptions{Level: engine.Linearizable}, engine.StreamTracker, tr(7))
 	if o.MinPosition == nil || *o.MinPosition != tr(7) {
 		t.Fatalf("floor not set: %+v", o)
