@@ -196,6 +196,18 @@ func (n *Node) Name() string { return n.cfg.Name }
 // Tracker is the tracker's service.
 func (n *Node) Tracker() *tracker.Service { return n.svc }
 
+// Replica returns a domain's replica, nil for a domain this node does not
+// replicate (yet).
+func (n *Node) Replica(d engine.Domain) *statelog.Replica {
+	if d == engine.DomainTracker {
+		return n.tracker
+	}
+	return nil
+}
+
+// Mode is the mode the node runs in: normal, maintenance or seal.
+func (n *Node) Mode() string { return n.cfg.Mode }
+
 // Log returns a domain's broker log (tests count records through it).
 func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
 

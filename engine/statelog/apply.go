@@ -64,6 +64,9 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		next, applied, err := r.applyBatch(ctx, *cp, batch)
 		if err == nil {
 			r.drain.observe(applied, time.Since(t0))
+			for _, d := range batch {
+				r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
+			}
 			*cp = next
 			r.progress.set(next.Seq, next.AppliedThrough)
 			if end := batch[len(batch)-1].Seq + batch[len(batch)-1].Pending; end > r.logEnd.Load() {
@@ -118,7 +121,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, err
 	}
 	defer tx.Rollback()
-	applied, retained := 0, 0
+	applied, retained, unknown := 0, 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
 		if d.Seq <= cp.Seq {
@@ -130,6 +133,9 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		}
 		if held {
 			retained++
+			if !scopeKnown(d.Data) {
+				unknown++
+			}
 		}
 		if g != nil {
 			gated = append(gated, *g)
@@ -151,8 +157,10 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	// Counted before the commit, so no read can see the retained rows
 	// without being told to look for them.
 	r.retained.Add(int64(retained))
+	r.scopeUnknown.Add(int64(unknown))
 	if err := tx.Commit(); err != nil {
 		r.retained.Add(-int64(retained))
+		r.scopeUnknown.Add(-int64(unknown))
 		return cp, 0, err
 	}
 	// The drop's only witness, written once, when the transaction that
@@ -231,6 +239,13 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	return false, nil, nil
+}
+
+// scopeKnown reports whether an undecodable record's scope could be read.
+func scopeKnown(data []byte) bool {
+	_, err := record.Decode(data)
+	var ue *record.UndecodableError
+	return errors.As(err, &ue) && ue.ScopeKnown
 }
 
 // GatedAt returns the gate that dropped the record at seq, if one did.

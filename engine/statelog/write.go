@@ -100,7 +100,13 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 			return out, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		ack, err := r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+		// Refused before publishing: a write past the ordinary ceiling
+		// would spend the gate records' reserve.
+		err = r.room(pctx, storedSize(rec.Subject, opID, len(data)))
+		var ack PubAck
+		if err == nil {
+			ack, err = r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+		}
 		cancel()
 		var wrong *WrongSequenceError
 		switch {

@@ -291,13 +291,16 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 		return ItemRead{}, err
 	}
 	var out ItemRead
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+	// The read is about the item, or, where there is none by that key,
+	// about its project's numbering: a retained record covering either
+	// refuses deferred rather than answering without it.
+	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		it, err := s.getItem(ctx, tx, "key", key)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundItem(key)
+			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, notFoundItem(key)
 		}
 		out.Item = it
-		return err
+		return []string{"item:" + it.ID}, err
 	})
 	out.ReadInfo = info
 	return out, err
