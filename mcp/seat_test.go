@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -96,5 +97,39 @@ func TestSeatTurnRerun(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("no unit: %d", resp.StatusCode)
+	}
+}
+
+// TestSeatTriggerFloor: a seat's reads carry the trigger position as a
+// floor on their own domain's log only: a trigger past what the node holds
+// refuses behind; one on another log holds nothing up.
+func TestSeatTriggerFloor(t *testing.T) {
+	n, err := node.Open(ctxT(t), node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t), ReadBudget: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Tracker(), n.Units(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	withTrigger := func(trigger string) *client.Client {
+		c, err := client.NewStreamableHttpClient(ts.URL+"/seat/mcp", transport.WithHTTPHeaders(map[string]string{
+			"Authorization": "Bearer " + testToken, HeaderSeat: "s", HeaderUnit: "u-" + trigger, HeaderTriggerPosition: trigger}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, c)
+		return c
+	}
+	ahead := withTrigger("CREWLET_TRACKER_LOG@1:999999")
+	res := callTool(t, ahead, tools.NameListProjects, map[string]any{})
+	if !res.IsError || object(t, res)["refused"] != "behind" {
+		t.Fatalf("trigger ahead of the node: %v", object(t, res))
+	}
+	other := withTrigger("CREWLET_PAGES_LOG@1:999999")
+	res = callTool(t, other, tools.NameListProjects, map[string]any{})
+	if res.IsError {
+		t.Fatalf("a pages trigger held up a tracker read: %v", object(t, res))
 	}
 }
