@@ -89,12 +89,17 @@ type rig struct {
 	next int
 }
 
-func newRig(t testing.TB, t0 time.Time) *rig {
+func newRig(t testing.TB, t0 time.Time, cfg ...node.Config) *rig {
 	r := &rig{t: t, t0: t0}
-	r.n = enginetest.OpenNode(t, node.Config{Hooks: node.Hooks{WrapLog: func(_ engine.Domain, l statelog.Log) statelog.Log {
+	var c node.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.Hooks.WrapLog = func(_ engine.Domain, l statelog.Log) statelog.Log {
 		r.log = &lossyLog{Log: l}
 		return r.log
-	}}})
+	}
+	r.n = enginetest.OpenNode(t, c)
 	r.svc = r.n.Tracker()
 	return r
 }
