@@ -611,8 +611,44 @@ func (a *apply) purge(p *purge) error {
 	return nil
 }
 
+// preload reads many items in chunked IN queries rather than one
+// statement each.
+func (a *apply) preload(ids []string) error {
+	per := BindLimit(a.ctx, a.tx)
+	for start := 0; start < len(ids); start += per {
+		chunk := ids[start:min(start+per, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := a.tx.QueryContext(a.ctx, `SELECT `+itemRowColumns+` FROM tracker_items WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			it, err := scanItemRow(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if _, ok := a.items[it.ID]; !ok {
+				a.items[it.ID] = it
+				a.order = append(a.order, it.ID)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a *apply) bulk(b *bulkUpdate) error {
 	a.ownProject = b.Project
+	if err := a.preload(b.Items); err != nil {
+		return err
+	}
 	var its []*itemRow
 	for _, id := range b.Items {
 		it, err := a.item(id)
@@ -646,6 +682,14 @@ func (a *apply) bulk(b *bulkUpdate) error {
 // active counts.
 func (a *apply) finish() error {
 	rows := 0
+	// One prepared statement for every row update of the record: a bulk
+	// record updates thousands, and preparing is most of an exec's cost.
+	var upd *sql.Stmt
+	defer func() {
+		if upd != nil {
+			upd.Close()
+		}
+	}()
 	for _, id := range a.order {
 		it := a.items[id]
 		if !it.touched {
@@ -665,9 +709,14 @@ func (a *apply) finish() error {
 				_, err = a.tx.ExecContext(a.ctx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
 			}
 		} else {
-			_, err = a.tx.ExecContext(a.ctx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
+			if upd == nil {
+				if upd, err = a.tx.PrepareContext(a.ctx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
 				assignee = ?, parent = ?, reopens = ?, handoffs = ?, trashed = ?, trash_root = ?, mark = ?, merged_into = ?,
-				version = ?, scoped_through = ?, updated_at = ? WHERE id = ?`,
+				version = ?, scoped_through = ?, updated_at = ? WHERE id = ?`); err != nil {
+					return err
+				}
+			}
+			_, err = upd.ExecContext(a.ctx,
 				it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
 				it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Version, it.Scoped, it.Updated, it.ID)
 		}
