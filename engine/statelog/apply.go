@@ -74,6 +74,9 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			r.drain.observe(applied, took)
 			r.stats.observe(applied, rows, took)
 			batch = batch[:used]
+			for _, d := range batch {
+				r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
+			}
 			*cp = next
 			r.progress.set(next.Seq, next.AppliedThrough)
 			if end := batch[len(batch)-1].Seq + batch[len(batch)-1].Pending; end > r.logEnd.Load() {
@@ -132,7 +135,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
-	retained := 0
+	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
 		if rows >= MaxTxRows {
@@ -148,6 +151,9 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		}
 		if held {
 			retained++
+			if !scopeKnown(d.Data) {
+				unknown++
+			}
 		}
 		if g != nil {
 			gated = append(gated, *g)
@@ -169,8 +175,10 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	// Counted before the commit, so no read can see the retained rows
 	// without being told to look for them.
 	r.retained.Add(int64(retained))
+	r.scopeUnknown.Add(int64(unknown))
 	if err := tx.Commit(); err != nil {
 		r.retained.Add(-int64(retained))
+		r.scopeUnknown.Add(-int64(unknown))
 		return cp, 0, 0, 0, err
 	}
 	// The drop's only witness, written once, when the transaction that
@@ -230,17 +238,33 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
 		}
 	}
+	if rec.OpID != "" {
+		// A second copy of an operation (appended after the duplicate
+		// window) applies nothing: the first copy's effects are the op's.
+		if _, dup, err := ledger.Lookup(ctx, tx, rec.OpID); err != nil {
+			return false, nil, err
+		} else if dup {
+			return false, nil, nil
+		}
+	}
 	*rows++ // the record's own rows, at the least
 	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows}); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
-			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
 	}
 	return false, nil, nil
+}
+
+// scopeKnown reports whether an undecodable record's scope could be read.
+func scopeKnown(data []byte) bool {
+	_, err := record.Decode(data)
+	var ue *record.UndecodableError
+	return errors.As(err, &ue) && ue.ScopeKnown
 }
 
 // GatedAt returns the gate that dropped the record at seq, if one did.

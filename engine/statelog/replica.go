@@ -103,6 +103,11 @@ type Replica struct {
 	// retained counts records held undecoded, so a read asks the
 	// database for the incomplete block only when there is one.
 	retained atomic.Int64
+	// scopeUnknown counts the retained records whose scope could not be
+	// read; each blocks every read of the domain.
+	scopeUnknown atomic.Int64
+	// capacity holds the log's fill, for the ordinary ceiling.
+	capacity capacity
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -184,6 +189,12 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.retained.Store(retained)
+	var unknown int64
+	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ? AND scope_known = 0`, string(r.domain)).Scan(&unknown); err != nil {
+		return nil, err
+	}
+	r.scopeUnknown.Store(unknown)
+	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {

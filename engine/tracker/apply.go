@@ -95,19 +95,19 @@ func decodeThen[T any](rec *record.Record, f func(*T) error) error {
 
 // itemRow is one work item as an apply holds it while changing it.
 type itemRow struct {
-	ID, Key, Project                       string
-	Number                                 int64
-	Title, Description, Status, Assignee   string
-	Parent                                 string
-	Reopens, Handoffs, Trashed             int64
-	TrashRoot, Mark, MergedInto            string
-	Doc                                    int64
-	Version, Scoped                        uint64
-	Created, Updated                       int64
-	touched, reindex, created              bool
-	n                                      int // history rows this record wrote on the item
-	tags, watchers                         map[string]bool
-	edges                                  map[edgeRef]bool // authored or not
+	ID, Key, Project                     string
+	Number                               int64
+	Title, Description, Status, Assignee string
+	Parent                               string
+	Reopens, Handoffs, Trashed           int64
+	TrashRoot, Mark, MergedInto          string
+	Doc                                  int64
+	Version, Scoped                      uint64
+	Created, Updated                     int64
+	touched, reindex, created            bool
+	n                                    int // history rows this record wrote on the item
+	tags, watchers                       map[string]bool
+	edges                                map[edgeRef]bool // authored or not
 }
 
 // apply is one record's application.

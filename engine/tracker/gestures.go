@@ -21,13 +21,13 @@ import (
 // from the ledger and finishes the rest.
 type walk struct {
 	s     *Service
-	op    ledger.OpID
+	op    statelog.Op
 	out   ItemWrite
 	ended bool
 }
 
-func (s *Service) newWalk(op ledger.OpID) *walk {
-	return &walk{s: s, op: op, out: ItemWrite{WriteResult: engine.WriteResult{OpID: op.String(), Outcome: engine.Applied}, Steps: []Step{}}}
+func (s *Service) newWalk(op statelog.Op) *walk {
+	return &walk{s: s, op: op, out: ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String(), Outcome: engine.Applied}, Steps: []Step{}}}
 }
 
 // step writes one step; ok is false when the walk must end (the step is
@@ -39,18 +39,20 @@ func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.
 	if len(w.out.Steps) >= MaxGestureSteps {
 		return false, invalid("the gesture would take more than %d steps; split it.", MaxGestureSteps)
 	}
-	op, err := ledger.Step(w.op, verb, id)
+	sid, err := ledger.Step(w.op.ID, verb, id)
 	if err != nil {
 		return false, err
 	}
-	return w.record(ctx, op, verb, task, decide)
+	// A step is vouched for exactly as its gesture is, under the same
+	// argument digest.
+	return w.record(ctx, statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched}, verb, task, decide)
 }
 
 // record writes one record under op (the gesture's own id for its first
 // step where that step is the whole write, a step id otherwise).
-func (w *walk) record(ctx context.Context, op ledger.OpID, verb, task string, decide statelog.Decide) (bool, error) {
+func (w *walk) record(ctx context.Context, op statelog.Op, verb, task string, decide statelog.Decide) (bool, error) {
 	wr, err := w.s.replica.Write(ctx, op, decide)
-	st := Step{Action: verb, Task: task, OpID: op.String(), Outcome: wr.Outcome, Position: wr.Position}
+	st := Step{Action: verb, Task: task, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position}
 	if err != nil {
 		st.Outcome = ""
 		w.out.Steps = append(w.out.Steps, st)
@@ -65,7 +67,7 @@ func (w *walk) record(ctx context.Context, op ledger.OpID, verb, task string, de
 		w.out.Outcome = engine.Unknown
 		w.out.Position = ""
 		w.out.Message = fmt.Sprintf("Step %s of %s (op %s) is unknown, so the walk stopped there and nothing after it was written. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.",
-			verb, task, op, w.op)
+			verb, task, op.ID, w.op.ID)
 		return false, nil
 	case engine.Pending:
 		// The next step decides against this one's rows (its children, its
@@ -142,7 +144,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	// steps of a re-run are the same as the first run's.
 	id, err := s.lookup(ctx, key)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	resolveEdges := func(es []Edge) ([]edgeRef, error) {
 		out := make([]edgeRef, 0, len(es))
@@ -160,18 +162,18 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	}
 	adds, err := resolveEdges(p.AddEdges)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	removes, err := resolveEdges(p.RemoveEdges)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	var parent *string
 	if p.Parent != nil {
 		pid := ""
 		if *p.Parent != "" {
 			if pid, err = s.lookup(ctx, *p.Parent); err != nil {
-				return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+				return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 			}
 		}
 		parent = &pid
@@ -210,7 +212,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 		}
 		if err != nil {
 			// A refusal of the update itself answers as before: no steps.
-			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 		}
 		if !ok {
 			// The authored edges nobody can vouch for get no mirror.
@@ -288,9 +290,9 @@ func checkNoCycle(ctx context.Context, tx *sql.Tx, id, parent string) error {
 }
 
 // mirrors finishes a create's dependencies: each mirror as a step.
-func (s *Service) mirrors(ctx context.Context, op ledger.OpID, id string, first ItemWrite, adds, removes []edgeRef) (ItemWrite, error) {
+func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first ItemWrite, adds, removes []edgeRef) (ItemWrite, error) {
 	wk := s.newWalk(op)
-	wk.out.Steps = []Step{{Action: "create", Task: s.keyOf(ctx, id), OpID: op.String(), Outcome: first.Outcome, Position: first.Position}}
+	wk.out.Steps = []Step{{Action: "create", Task: s.keyOf(ctx, id), OpID: op.ID.String(), Outcome: first.Outcome, Position: first.Position}}
 	wk.out.Position = first.Position
 	return s.mirrorsOn(ctx, wk, id, adds, removes)
 }
@@ -397,10 +399,10 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 	}
 	root, err := s.lookup(ctx, key)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	if _, err := s.readProject(ctx, to); errors.Is(err, sql.ErrNoRows) {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
 	} else if err != nil {
 		return ItemWrite{}, err
 	}
@@ -455,15 +457,15 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 	}
 	target, err := s.lookup(ctx, into)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	dups := make([]string, len(duplicates))
 	for i, d := range duplicates {
 		if dups[i], err = s.lookup(ctx, d); err != nil {
-			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 		}
 		if dups[i] == target {
-			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, invalid("%s cannot be merged into itself.", d)
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, invalid("%s cannot be merged into itself.", d)
 		}
 	}
 	wk := s.newWalk(op)
@@ -497,7 +499,7 @@ func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key 
 	}
 	root, err := s.lookup(ctx, key)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	wk := s.newWalk(op)
 	queue := []string{root}
@@ -532,7 +534,7 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 	}
 	root, err := s.lookup(ctx, key)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	wk := s.newWalk(op)
 	queue := []string{root}
@@ -648,7 +650,7 @@ func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project
 		return nil
 	})
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.String()}}, err
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	// Rows one item costs: its row, a child row and a history row per tag
 	// and watcher, a history row for the status.

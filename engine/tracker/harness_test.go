@@ -117,7 +117,8 @@ func (r *rig) op(verb, object string) engine.WriteOptions {
 		u[i] = 0
 	}
 	u[6], u[8] = 0x70, 0x80
-	return engine.WriteOptions{OpID: u.String() + "." + verb + "-" + object}
+	_, _ = verb, object // the client-minted key form: ForCall names it
+	return engine.WriteOptions{OpID: u.String()}
 }
 
 func (r *rig) project(key string) {

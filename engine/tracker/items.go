@@ -17,14 +17,14 @@ import (
 
 // Limits on the sets an item carries.
 const (
-	MaxTags          = 50
-	MaxTagBytes      = 64
-	MaxEdges         = 50
-	MaxCommentBytes  = 16 << 10
-	MaxReadComments  = 50
-	MaxMergeItems    = 50
-	MaxGestureSteps  = 1000
-	MaxBulkItems     = 20000
+	MaxTags         = 50
+	MaxTagBytes     = 64
+	MaxEdges        = 50
+	MaxCommentBytes = 16 << 10
+	MaxReadComments = 50
+	MaxMergeItems   = 50
+	MaxGestureSteps = 1000
+	MaxBulkItems    = 20000
 )
 
 // CreateWorkItem files a work item in a project under its next number,
@@ -71,7 +71,7 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
 	}
-	id := itemID(op)
+	id := itemID(op.ID)
 	var deps []string // ids
 	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
 		p, err := getProject(ctx, tx, in.Project)
@@ -104,8 +104,13 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 		}
 		return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: projectSubject(in.Project), Scope: scope, Payload: c}, nil
 	})
-	out, err := s.itemAnswer(ctx, wr, err, id)
-	if err != nil || wr.Outcome == engine.Unknown || len(in.DependsOn) == 0 {
+	var out ItemWrite
+	if err == nil && wr.Unvouched {
+		out, err = s.createFromRow(ctx, wr, id)
+	} else {
+		out, err = s.itemAnswer(ctx, wr, err, id)
+	}
+	if err != nil || out.Outcome != engine.Applied || len(in.DependsOn) == 0 {
 		return out, err
 	}
 	if deps == nil {
@@ -151,6 +156,33 @@ func checkTags(tags []string) error {
 		}
 	}
 	return nil
+}
+
+// createFromRow answers a create the ledger can no longer vouch for from
+// its item's own row (the id derives from the op): the item the first copy
+// filed, at the position of its create record (its doc), where this node
+// holds it; the framework's unknown where it does not.
+func (s *Service) createFromRow(ctx context.Context, wr statelog.Written, id string) (ItemWrite, error) {
+	var it WorkItem
+	var created uint64
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		it, err = s.loadItem(ctx, tx, id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT doc FROM tracker_items WHERE id = ?`, id).Scan(&created)
+		}
+		return err
+	})
+	out := ItemWrite{WriteResult: wr.WriteResult}
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Outcome, out.Message, out.Item = engine.Applied, "", &it
+	out.Position = s.replica.Position(created).Token()
+	return out, nil
 }
 
 // itemID derives a work item's id from the operation that creates it.

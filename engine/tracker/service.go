@@ -59,18 +59,15 @@ func checkStatus(st string) error {
 	return nil
 }
 
-// opFor returns the operation a write runs under: the one the caller
-// brought back, which must name this very write, or a fresh one.
-func (s *Service) opFor(ctx context.Context, w engine.WriteOptions, verb, object string) (ledger.OpID, error) {
-	if w.OpID == "" {
-		return ledger.Mint(s.clock.Now(), verb, object)
-	}
-	op, err := ledger.Parse(w.OpID)
+// opFor returns the operation a write runs under.
+func (s *Service) opFor(ctx context.Context, w engine.WriteOptions, verb, object string) (statelog.Op, error) {
+	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
 	if err != nil {
-		return ledger.OpID{}, invalid("%v. Bring back an op_id exactly as an answer gave it, or omit it.", err)
-	}
-	if op.Verb != verb || op.Object != object {
-		return op, engine.Refuse(engine.CodeOpReused, "op_id %s names the write %s-%s, not this %s-%s; a different write takes a fresh id: call again without op_id.", w.OpID, op.Verb, op.Object, verb, object)
+		var ce *ledger.CallError
+		if errors.As(err, &ce) && ce.Reused {
+			return op, engine.Refuse(engine.CodeOpReused, "%s", ce.Msg)
+		}
+		return op, invalid("%v", err)
 	}
 	return op, nil
 }
@@ -162,4 +159,3 @@ func (s *Service) ListProjects(ctx context.Context, r engine.ReadOptions) (Proje
 	out.ReadInfo = info
 	return out, err
 }
-
