@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // Modes a node runs in. maintenance and seal are capacity windows that
@@ -78,6 +79,10 @@ type Hooks struct {
 	// BeforeApplyCommit runs inside the apply transaction of each batch,
 	// after the rows and before the commit; an error fails the batch.
 	BeforeApplyCommit func(domain engine.Domain, lastSeq uint64) error
+	// WrapLog, when set, wraps a domain's log before its replica uses it:
+	// a test seam for faults at the log boundary (a publish that lands
+	// and whose acknowledgement is lost).
+	WrapLog func(domain engine.Domain, l statelog.Log) statelog.Log
 	// ClientURL, when set, puts the node's broker connection on TCP via
 	// the URL it returns for the broker's (a proxy that drops acks).
 	ClientURL func(brokerURL string) string

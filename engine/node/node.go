@@ -85,6 +85,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
 		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
 		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+	if cfg.Hooks.WrapLog != nil {
+		rc.Log = cfg.Hooks.WrapLog(engine.DomainTracker, rc.Log)
+	}
 	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
 		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainTracker, last) }
 	}

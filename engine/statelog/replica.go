@@ -99,6 +99,7 @@ type Replica struct {
 	// deliveries and appends without asking.
 	logEnd atomic.Uint64
 	drain  drainRate
+	stats  applyStats
 	// retained counts records held undecoded, so a read asks the
 	// database for the incomplete block only when there is one.
 	retained atomic.Int64
@@ -169,6 +170,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		r.gates = append(r.gates, gd.Gates()...)
 	}
 	if err := r.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.rederive(ctx); err != nil {
 		return nil, err
 	}
 	info, err := cfg.Log.Info(ctx)
