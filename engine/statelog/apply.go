@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -145,6 +146,18 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		if d.Seq <= cp.Seq {
 			continue // at or below the checkpoint: already in the rows
 		}
+		if d.Seq > cp.Seq+1 {
+			// A gap: the consumer handed over a record past one it never
+			// delivered here (after a consumer leader change it delivers
+			// new records before it redelivers one lost in flight, and the
+			// ack after this batch acknowledges everything below, so the
+			// missing one would never come back). Read it from the log.
+			n, held, heldUnknown, err := r.fillGap(ctx, tx, &cp, d.Seq, &rows, &gated)
+			if err != nil {
+				return cp, 0, 0, 0, err
+			}
+			applied, retained, unknown = applied+n, retained+held, unknown+heldUnknown
+		}
 		held, g, err := r.applyOne(ctx, tx, &cp, d, &rows)
 		if err != nil {
 			return cp, 0, 0, 0, err
@@ -188,6 +201,41 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			engine.LogWriter, g.writer, engine.LogGate, g.gate, engine.LogOpID, g.opID)
 	}
 	return cp, applied, used, rows, nil
+}
+
+// fillGap applies, inside the batch's transaction, every record between
+// the checkpoint and upTo (exclusive) read directly from the log. A
+// sequence the log no longer holds (trimmed or deleted) is skipped, as the
+// consumer itself would.
+func (r *Replica) fillGap(ctx context.Context, tx *sql.Tx, cp *Checkpoint, upTo uint64, rows *int, gated *[]gatedLine) (n, retained, unknown int, err error) {
+	for seq := cp.Seq + 1; seq < upTo; seq++ {
+		m, err := r.cfg.Log.Get(ctx, seq)
+		if errors.Is(err, ErrNoMessage) {
+			cp.Seq = seq
+			if cp.AppliedThrough == seq-1 {
+				cp.AppliedThrough = seq
+			}
+			continue
+		}
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("statelog: record %d was never delivered and cannot be read from the log: %w", seq, err)
+		}
+		held, g, err := r.applyOne(ctx, tx, cp, Delivery{StoredMsg: m}, rows)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if held {
+			retained++
+			if !scopeKnown(m.Data) {
+				unknown++
+			}
+		}
+		if g != nil {
+			*gated = append(*gated, *g)
+		}
+		n++
+	}
+	return n, retained, unknown, nil
 }
 
 type gatedLine struct {
