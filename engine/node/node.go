@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/fleet"
@@ -111,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
 		return n, err
 	}
-	if n.units, err = turns.Open(ctx, n.broker.JS, max(cfg.Stream.Replicas, 1), cfg.Clock, cfg.Logger); err != nil {
+	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
 		return n, err
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
@@ -122,6 +124,30 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", syncSays)
 	return n, nil
+}
+
+// openUnits opens the units bucket, retrying while a cluster still
+// settles: nodes booting together race to create the same R3 bucket, and
+// the first attempts can time out while the meta leader places it.
+func openUnits(ctx context.Context, js jetstream.JetStream, cfg Config) (*turns.Units, error) {
+	wait := cfg.Stream.ClusterWait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		u, err := turns.Open(actx, js, max(cfg.Stream.Replicas, 1), cfg.Clock, cfg.Logger)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || cfg.Stream.Cluster.Listen == "" && cfg.Stream.Type != "nats" {
+			return u, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func withDefaults(cfg Config) (Config, error) {
