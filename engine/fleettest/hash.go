@@ -34,9 +34,37 @@ func TableHashes(ctx context.Context, db *sql.DB) (map[string]string, error) {
 		tables = append(tables, n)
 	}
 	rows.Close()
+	// An FTS5 table's shadow tables hold its index as segments, whose
+	// layout depends on how the rows were batched into transactions (and
+	// on automerge), not on the rows: hash the virtual table's rows and
+	// leave its shadows out.
+	shadows, virtual := map[string]bool{}, map[string]bool{}
+	vt, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%'`)
+	if err != nil {
+		return nil, err
+	}
+	for vt.Next() {
+		var n string
+		if err := vt.Scan(&n); err != nil {
+			vt.Close()
+			return nil, err
+		}
+		virtual[n] = true
+		for _, suffix := range []string{"_data", "_idx", "_docsize", "_config", "_content"} {
+			shadows[n+suffix] = true
+		}
+	}
+	vt.Close()
+	kept := tables[:0]
+	for _, tb := range tables {
+		if !shadows[tb] {
+			kept = append(kept, tb)
+		}
+	}
+	tables = kept
 	out := map[string]string{}
 	for _, tb := range tables {
-		h, err := tableHash(ctx, db, tb)
+		h, err := tableHash(ctx, db, tb, virtual[tb])
 		if err != nil {
 			return nil, fmt.Errorf("hash %s: %w", tb, err)
 		}
@@ -45,20 +73,24 @@ func TableHashes(ctx context.Context, db *sql.DB) (map[string]string, error) {
 	return out, nil
 }
 
-func tableHash(ctx context.Context, db *sql.DB, table string) (string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT * FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`)
+func tableHash(ctx context.Context, db *sql.DB, table string, virtual bool) (string, error) {
+	cols := "*"
+	if virtual {
+		cols = "rowid, *" // an FTS5 row is its id and its text
+	}
+	rows, err := db.QueryContext(ctx, `SELECT `+cols+` FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`)
 	if err != nil {
 		return "", err
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	names, err := rows.Columns()
 	if err != nil {
 		return "", err
 	}
 	var lines []string
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
+		vals := make([]any, len(names))
+		ptrs := make([]any, len(names))
 		for i := range vals {
 			ptrs[i] = &vals[i]
 		}
@@ -67,7 +99,7 @@ func tableHash(ctx context.Context, db *sql.DB, table string) (string, error) {
 		}
 		var b strings.Builder
 		for i, v := range vals {
-			if NodeLocalColumns[table][cols[i]] {
+			if NodeLocalColumns[table][names[i]] {
 				continue
 			}
 			if i > 0 {
