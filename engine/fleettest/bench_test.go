@@ -157,7 +157,10 @@ func BenchmarkAppliedWritesConcurrency64(b *testing.B) {
 			n := c.Node(w % c.Size())
 			for next.Add(1) <= int64(b.N) {
 				title := fmt.Sprint(w)
-				r, err := n.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, keys[w], 0, tracker.ItemPatch{Title: &title})
+				// Bounded: a write that never answers is counted, not waited for.
+				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				r, err := n.Tracker().UpdateWorkItem(wctx, engine.WriteOptions{}, keys[w], 0, tracker.ItemPatch{Title: &title})
+				cancel()
 				if err == nil && r.Outcome == engine.Applied {
 					applied.Add(1)
 				} else {
