@@ -2,12 +2,14 @@ package fleettest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
 )
 
@@ -99,7 +101,36 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 			t.Fatalf("start n%d: %v", i+1, err)
 		}
 	}
+	if err := c.Settle(time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	return c
+}
+
+// Settle waits until a linearizable read answers on every running node:
+// each node's reader is then consuming, so a first write is not answered
+// pending merely because the cluster has just formed.
+func (c *Cluster) Settle(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for i := 0; i < c.Size(); i++ {
+		n := c.Node(i)
+		if n == nil {
+			continue
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := n.Tracker().Replica().Read(ctx, engine.ReadOptions{Level: engine.Linearizable}, func(context.Context, *sql.Tx) error { return nil })
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("n%d answers no linearizable read %v after boot: %w", i+1, within, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func freeAddr(t testing.TB) string {

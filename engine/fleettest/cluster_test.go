@@ -70,7 +70,7 @@ func TestClusterR3(t *testing.T) {
 // writing; after the heal the cut node converges, and an unknown write is
 // resolved by retrying it under the same op id.
 func TestMinorityWriteNeverApplied(t *testing.T) {
-	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) { cfg.WriteWait = 2 * time.Second }})
+	c := fleettest.StartCluster(t, fleettest.Options{})
 	ctx := context.Background()
 	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
 		t.Fatalf("create project: %+v %v", pw, err)

@@ -161,7 +161,6 @@ var definitelyNotWritten = map[engine.Code]bool{engine.CodeStale: true, engine.C
 func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	t.Logf("seed %d (rerun: go test ./engine/fleettest -run TestLinearizableUnderFaults -seed %d)", seed, seed)
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
-		cfg.WriteWait = 2 * time.Second
 		cfg.HeartbeatInterval = time.Second
 	}})
 	ctx := context.Background()
