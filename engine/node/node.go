@@ -11,6 +11,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -26,6 +27,8 @@ type Node struct {
 	logs    map[engine.Domain]*broker.Log
 	tracker *statelog.Replica
 	svc     *tracker.Service
+	pages   *statelog.Replica
+	kb      *kb.Service
 }
 
 // Open builds and starts a node. It refuses a data directory another
@@ -82,6 +85,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.svc = tracker.NewService(n.tracker, cfg.Clock)
+	if err := n.openPages(ctx); err != nil {
+		return n, err
+	}
 	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", sync.String())
 	return n, nil
 }
@@ -148,6 +154,27 @@ func (n *Node) Name() string { return n.cfg.Name }
 // Tracker is the tracker's service.
 func (n *Node) Tracker() *tracker.Service { return n.svc }
 
+// openPages opens the knowledge base's replica on the pages log, built
+// like the tracker's.
+func (n *Node) openPages(ctx context.Context) error {
+	cfg := n.cfg
+	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainPages], Domain: kb.Domain{},
+		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget}
+	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
+		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainPages, last) }
+	}
+	var err error
+	if n.pages, err = statelog.Open(ctx, rc); err != nil {
+		return err
+	}
+	n.kb = kb.NewService(n.pages, cfg.Clock)
+	return nil
+}
+
+// Pages is the knowledge base's service.
+func (n *Node) Pages() *kb.Service { return n.kb }
+
 // Log returns a domain's broker log (tests count records through it).
 func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
 
@@ -165,6 +192,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.tracker != nil {
 		n.tracker.Close()
+	}
+	if n.pages != nil {
+		n.pages.Close()
 	}
 	if n.broker != nil {
 		n.broker.Close()
