@@ -26,6 +26,8 @@ const (
 // Deps is what every tool constructor is built from.
 type Deps struct {
 	Tracker Tracker
+	// KB is the knowledge base; nil leaves its tools out of the set.
+	KB KB
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
@@ -72,6 +74,9 @@ func Set(d Deps) []server.ServerTool {
 	switch d.Surface {
 	case Operator, "":
 		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
+		if d.KB != nil {
+			ctors = append(append(append(ctors, KBReads...), KBWrites...), KBOperator...)
+		}
 	}
 	out := make([]server.ServerTool, 0, len(ctors))
 	for _, c := range ctors {

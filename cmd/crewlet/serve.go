@@ -123,7 +123,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: AllowedHosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(n.Tracker(), Version(), logger)
+	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()))
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
 	root := http.NewServeMux()
