@@ -28,7 +28,9 @@ const GateDeleted = "deleted"
 // page: unique, the same on every node, and the integer rowid the search
 // index is keyed by. The index is an external-content FTS5 table kept in
 // step by triggers, so it changes in the same transaction as the rows (and
-// the checkpoint) and never disagrees with them. kb_purged is the deletion
+// the checkpoint) and never disagrees with them. kb_titles_fts indexes the
+// titles alone, so finding the title matches of a common word reads the
+// titles' postings rather than every body's. kb_purged is the deletion
 // gate's marker: one row per purged page, kept for ever.
 const schema = `
 CREATE TABLE IF NOT EXISTS kb_spaces (
@@ -62,15 +64,20 @@ CREATE TABLE IF NOT EXISTS kb_purged (
 	purged_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS kb_pages_fts USING fts5(title, body, content='kb_pages', content_rowid='n', tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS kb_titles_fts USING fts5(title, content='kb_pages', content_rowid='n', tokenize='porter unicode61');
 CREATE TRIGGER IF NOT EXISTS kb_pages_fts_ai AFTER INSERT ON kb_pages BEGIN
 	INSERT INTO kb_pages_fts(rowid, title, body) VALUES (new.n, new.title, new.body);
+	INSERT INTO kb_titles_fts(rowid, title) VALUES (new.n, new.title);
 END;
 CREATE TRIGGER IF NOT EXISTS kb_pages_fts_ad AFTER DELETE ON kb_pages BEGIN
 	INSERT INTO kb_pages_fts(kb_pages_fts, rowid, title, body) VALUES ('delete', old.n, old.title, old.body);
+	INSERT INTO kb_titles_fts(kb_titles_fts, rowid, title) VALUES ('delete', old.n, old.title);
 END;
 CREATE TRIGGER IF NOT EXISTS kb_pages_fts_au AFTER UPDATE OF title, body ON kb_pages BEGIN
 	INSERT INTO kb_pages_fts(kb_pages_fts, rowid, title, body) VALUES ('delete', old.n, old.title, old.body);
 	INSERT INTO kb_pages_fts(rowid, title, body) VALUES (new.n, new.title, new.body);
+	INSERT INTO kb_titles_fts(kb_titles_fts, rowid, title) VALUES ('delete', old.n, old.title);
+	INSERT INTO kb_titles_fts(rowid, title) VALUES (new.n, new.title);
 END;
 `
 
