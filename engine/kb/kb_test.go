@@ -1,18 +1,23 @@
 package kb_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/ledger"
 )
 
 // TestSpacesAndPagesCRUD: spaces and pages over a real node (embedded
@@ -230,10 +235,31 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 		t.Fatal("the stale record is not in statelog_gated under deleted")
 	}
 	lines := rec.Lines(engine.EvRecordGated)
-	if len(lines) != 1 || lines[0].Attrs[engine.LogGate] != kb.GateDeleted || lines[0].Attrs[engine.LogWriter] != "n2" ||
+	if len(lines) < 1 || lines[0].Attrs[engine.LogGate] != kb.GateDeleted || lines[0].Attrs[engine.LogWriter] != "n2" ||
 		lines[0].Attrs[engine.LogComponent] != engine.ComponentStatelog || lines[0].Attrs[engine.LogDomain] != "pages" {
 		t.Fatalf("statelog_record_gated lines %+v", lines)
 	}
+	// A write this node decided as if the purge had not happened (the
+	// decision a node behind the purge makes) lands and is refused deleted
+	// under the gate that holds its record.
+	op, err := ledger.Mint(time.Now(), "update_page", doomed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.Pages().Replica().Write(bg, op, func(context.Context, *sql.Tx) (*statelog.Proposal, error) {
+		return &statelog.Proposal{Kind: kb.KindUpdatePage, Subject: pageSubject(doomed.ID), Scope: []string{"space:DOCS", "page:" + doomed.ID},
+			Payload: map[string]any{"id": doomed.ID, "title": "stale decision"}}, nil
+	})
+	if r := refusedWith(t, err, engine.CodeDeleted, "applies nowhere"); r.Position == nil || r.Position.Seq <= staleSeq {
+		t.Fatalf("gated write refusal %+v", r)
+	}
+	if l := rec.Lines(engine.EvWriteGated); len(l) != 1 || l[0].Attrs[engine.LogGate] != kb.GateDeleted {
+		t.Fatalf("statelog_write_gated lines %+v", l)
+	}
+	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
+		t.Fatal("the purged page came back")
+	}
+
 	// A create whose parent was purged between decision and apply is filed
 	// at the top of the space rather than orphaned.
 	orphanID := "pg_0000000000000000000000000000beef"

@@ -162,7 +162,8 @@ type PageList struct {
 
 // Hit is one search result: the page, a snippet around the match and its
 // rank. TitleMatch says every word of the query is in the title; such
-// pages rank before the rest.
+// pages rank before the rest. Score is bm25 within the hit's group (lower
+// is better): the title group's over titles, the rest's over whole pages.
 type Hit struct {
 	ID         string  `json:"id"`
 	Space      string  `json:"space"`
