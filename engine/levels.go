@@ -73,9 +73,20 @@ const (
 )
 
 // WriteOptions is what a surface brings to a write: the operation id the
-// caller brought back or the surface derived (empty: mint a fresh one).
+// caller brought back (empty: mint a fresh one), the digest of the call's
+// arguments, and for a seat the unit of work its id derives from.
 type WriteOptions struct {
+	// OpID is an id an answer gave (<uuid>.<verb>-<object>), or a bare v7
+	// UUID the client minted itself before its first attempt.
 	OpID string
+	// Digest is ledger.Digest of the call: an id comes back only with it.
+	Digest string
+	// Unit, UnitStart and CallIndex derive a seat's id: the unit of work,
+	// the instant it began, and the call's place among the unit's distinct
+	// calls to the same tool.
+	Unit      string
+	UnitStart time.Time
+	CallIndex int
 }
 
 // WriteResult heads every write answer. Position is the token; it is

@@ -53,7 +53,7 @@ func Mint(now time.Time, verb, object string) (OpID, error) {
 // Unix milliseconds (RFC 9562 §5.7), the rest random.
 func NewV7At(t time.Time) (uuid.UUID, error) {
 	var u uuid.UUID
-	if _, err := rand.Read(u[6:]); err != nil {
+	if _, err := randRead(u[6:]); err != nil {
 		return u, err
 	}
 	ms := uint64(t.UnixMilli())
@@ -64,6 +64,8 @@ func NewV7At(t time.Time) (uuid.UUID, error) {
 	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
 	return u, nil
 }
+
+var randRead = rand.Read
 
 // Parse validates and parses an operation id.
 func Parse(s string) (OpID, error) {

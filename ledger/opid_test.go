@@ -41,3 +41,29 @@ func FuzzParseOpID(f *testing.F) {
 		}
 	})
 }
+
+func TestSealedIDsMatchOnlyTheirCall(t *testing.T) {
+	now := time.Now()
+	d1, d2 := Digest("update_work_item", map[string]any{"key": "ENG-8", "title": "a"}), Digest("update_work_item", map[string]any{"key": "ENG-8", "title": "b"})
+	if d1 == d2 || Digest("update_work_item", map[string]any{"title": "a", "key": "ENG-8"}) != d1 {
+		t.Fatal("digest is not canonical")
+	}
+	op, err := MintFor(now, "update", "ENG-8", d1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(op.String())
+	if err != nil || p.UUID.Version() != 7 || p.UUID.Variant().String() != "RFC4122" {
+		t.Fatalf("%v %v", p, err)
+	}
+	if !Matches(p, d1) || Matches(p, d2) {
+		t.Fatal("seal does not tell the calls apart")
+	}
+	a, _ := Derive("unit-1", now, "update", "ENG-8", d1, 0)
+	b, _ := Derive("unit-1", now, "update", "ENG-8", d1, 0)
+	c, _ := Derive("unit-1", now, "update", "ENG-8", d1, 1)
+	e, _ := Derive("unit-2", now, "update", "ENG-8", d1, 0)
+	if a != b || a == c || a == e || !Matches(a, d1) || a.Minted.UnixMilli() != now.UnixMilli() {
+		t.Fatalf("derive: %v %v %v %v", a, b, c, e)
+	}
+}

@@ -146,3 +146,39 @@ func TestRealNodeOverHTTP(t *testing.T) {
 		t.Fatalf("unknown item: %v", m)
 	}
 }
+
+// TestRealNodeBadInputPublishesNothing: the bad-input battery against a
+// real node answers refusals with a code and a sentence, and the stream's
+// last sequence does not move.
+func TestRealNodeBadInputPublishesNothing(t *testing.T) {
+	ctx := ctxT(t)
+	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	c := inProcess(t, NewServer(n.Tracker(), "test", testLogger(t)))
+	if res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	info, err := n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := append(badInput[:len(badInput):len(badInput)], struct {
+		name string
+		tool string
+		args map[string]any
+	}{"unknown project", tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"}})
+	for _, bc := range cases {
+		res := callTool(t, c, bc.tool, bc.args)
+		m := object(t, res)
+		if !res.IsError || m["refused"] == nil || m["message"] == "" {
+			t.Fatalf("%s: %v", bc.name, m)
+		}
+	}
+	after, _ := n.Log(engine.DomainTracker).Info(ctx)
+	if after.LastSeq != info.LastSeq {
+		t.Fatalf("bad input moved the stream: %d -> %d", info.LastSeq, after.LastSeq)
+	}
+}

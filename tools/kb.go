@@ -65,7 +65,7 @@ func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.ListSpaces(ctx, d.readOptions())
+		res, err := d.KB.ListSpaces(ctx, d.readOptions(ctx, engine.DomainPages))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListSpaces, "", err), nil
 		}
@@ -101,7 +101,10 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameCreateSpace, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameCreateSpace, "", werr), nil
+		}
 		res, err := d.KB.CreateSpace(ctx, w, a.str("key"), a.str("name"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateSpace, opOf(res.WriteResult, w), err), nil
@@ -136,7 +139,10 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameUpdateSpace, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameUpdateSpace, "", werr), nil
+		}
 		res, err := d.KB.UpdateSpace(ctx, w, a.str("key"), a.uint("if_match"), kb.SpacePatch{
 			Name:         a.strPtr("name"),
 			PageTemplate: a.strPtr("page_template"),
@@ -175,7 +181,10 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameCreatePage, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameCreatePage, "", werr), nil
+		}
 		res, err := d.KB.CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreatePage, opOf(res.WriteResult, w), err), nil
@@ -199,7 +208,7 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.GetPage(ctx, d.readOptions(), a.str("id"))
+		res, err := d.KB.GetPage(ctx, d.readOptions(ctx, engine.DomainPages), a.str("id"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetPage, "", err), nil
 		}
@@ -235,7 +244,7 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			f.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.ListPages(ctx, d.readOptions(), f)
+		res, err := d.KB.ListPages(ctx, d.readOptions(ctx, engine.DomainPages), f)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListPages, "", err), nil
 		}
@@ -280,7 +289,10 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameUpdatePage, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameUpdatePage, "", werr), nil
+		}
 		res, err := d.KB.UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
 			Title:  a.strPtr("title"),
 			Body:   a.strPtr("body"),
@@ -323,7 +335,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			q.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.SearchKnowledge(ctx, d.readOptions(), q)
+		res, err := d.KB.SearchKnowledge(ctx, d.readOptions(ctx, engine.DomainPages), q)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameSearchKnowledge, "", err), nil
 		}
@@ -360,7 +372,10 @@ func PurgePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NamePurgePage, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NamePurgePage, "", werr), nil
+		}
 		res, err := d.KB.PurgePage(ctx, w, a.str("id"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NamePurgePage, opOf(res.WriteResult, w), err), nil

@@ -1,12 +1,14 @@
 package tools
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/ledger"
 )
 
 // Surface names who calls the tools. The surfaces differ in what a call
@@ -31,6 +33,8 @@ type Deps struct {
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
+	// Units derives a seat's op ids (the seat surface only).
+	Units Units
 }
 
 func (d Deps) logger() *slog.Logger {
@@ -43,19 +47,36 @@ func (d Deps) logger() *slog.Logger {
 // takesOpID reports whether writes on this surface take an op_id argument.
 func (d Deps) takesOpID() bool { return d.Surface == Operator || d.Surface == "" }
 
-// readOptions is what a read on this surface asks: linearizable, with no
-// level argument (the surface, not the caller, sets the level).
-func (d Deps) readOptions() engine.ReadOptions {
-	return engine.ReadOptions{Level: engine.Linearizable}
+// readOptions is what a read of a domain on this surface asks:
+// linearizable, with no level argument (the surface, not the caller, sets
+// the level), and on the seat surface floored at the turn's trigger.
+func (d Deps) readOptions(ctx context.Context, domain engine.Domain) engine.ReadOptions {
+	r := engine.ReadOptions{Level: engine.Linearizable}
+	if d.Surface == Seat {
+		r.MinPosition = seatFloor(ctx, domain)
+	}
+	return r
 }
 
-// writeOptions is what a write on this surface brings: the op_id the
-// caller brought back, or none (the engine mints a fresh one).
-func (d Deps) writeOptions(a args) engine.WriteOptions {
-	if !d.takesOpID() {
-		return engine.WriteOptions{}
+// writeOptions is what a write on this surface brings: the digest of the
+// call (the tool and its arguments but op_id), and the op_id the caller
+// brought back, or none (the engine mints a fresh one, sealed to the call).
+// On the seat surface the id derives from the turn instead.
+func (d Deps) writeOptions(ctx context.Context, tool string, a args) (engine.WriteOptions, error) {
+	call := make(map[string]any, len(a))
+	for k, v := range a {
+		if k != argOpID {
+			call[k] = v
+		}
 	}
-	return engine.WriteOptions{OpID: a.str(argOpID)}
+	w := engine.WriteOptions{Digest: ledger.Digest(tool, call)}
+	if d.Surface == Seat {
+		return d.seatWrite(ctx, tool, w)
+	}
+	if d.takesOpID() {
+		w.OpID = a.str(argOpID)
+	}
+	return w, nil
 }
 
 // Constructor builds one tool: its definition and its handler.
@@ -72,10 +93,13 @@ var (
 func Set(d Deps) []server.ServerTool {
 	var ctors []Constructor
 	switch d.Surface {
-	case Operator, "":
+	case Operator, "", Seat:
 		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
 		if d.KB != nil {
-			ctors = append(append(append(ctors, KBReads...), KBWrites...), KBOperator...)
+			ctors = append(append(ctors, KBReads...), KBWrites...)
+			if d.Surface != Seat {
+				ctors = append(ctors, KBOperator...)
+			}
 		}
 	}
 	out := make([]server.ServerTool, 0, len(ctors))

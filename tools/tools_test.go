@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -240,7 +241,7 @@ func TestArgumentsReachTheService(t *testing.T) {
 	if f.lastW.OpID != "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG" {
 		t.Errorf("op_id not passed: %+v", f.lastW)
 	}
-	if f.lastNew != (tracker.NewWorkItem{Project: "ENG", Title: "Fix it", Assignee: "ana"}) {
+	if !reflect.DeepEqual(f.lastNew, tracker.NewWorkItem{Project: "ENG", Title: "Fix it", Assignee: "ana"}) {
 		t.Errorf("new item %+v", f.lastNew)
 	}
 	m := structured(t, res)

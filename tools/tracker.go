@@ -42,7 +42,7 @@ var opIDParam = param{
 	name:     argOpID,
 	kind:     kindString,
 	maxBytes: 256,
-	desc:     "Optional. Leave it out for a new write. To repeat an earlier write whose outcome was unknown, pass back that answer's op_id with the same arguments; the write then happens at most once.",
+	desc:     "Optional. Leave it out for a new write, or mint a fresh v7 UUID yourself just before the first attempt so a lost answer can be retried; to repeat a write, send the same op_id with exactly the same arguments (with any others it is refused op_reused) and it happens at most once.",
 }
 
 // Argument declarations shared across tools.
@@ -122,7 +122,10 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameCreateProject, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameCreateProject, "", werr), nil
+		}
 		res, err := d.Tracker.CreateProject(ctx, w, a.str("key"), a.str("name"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
@@ -141,7 +144,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.ListProjects(ctx, d.readOptions())
+		res, err := d.Tracker.ListProjects(ctx, d.readOptions(ctx, engine.DomainTracker))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListProjects, "", err), nil
 		}
@@ -180,7 +183,10 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameCreateWorkItem, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameCreateWorkItem, "", werr), nil
+		}
 		res, err := d.Tracker.CreateWorkItem(ctx, w, tracker.NewWorkItem{
 			Project:     a.str("project"),
 			Title:       a.str("title"),
@@ -213,7 +219,7 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.GetWorkItem(ctx, d.readOptions(), a.str("key"))
+		res, err := d.Tracker.GetWorkItem(ctx, d.readOptions(ctx, engine.DomainTracker), a.str("key"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetWorkItem, "", err), nil
 		}
@@ -250,7 +256,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			limit = int(a.uint("limit"))
 		}
-		res, err := d.Tracker.ListWorkItems(ctx, d.readOptions(), tracker.ListFilter{
+		res, err := d.Tracker.ListWorkItems(ctx, d.readOptions(ctx, engine.DomainTracker), tracker.ListFilter{
 			Project:  a.str("project"),
 			Status:   a.str("status"),
 			Assignee: a.str("assignee"),
@@ -308,7 +314,10 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		w := d.writeOptions(a)
+		w, werr := d.writeOptions(ctx, NameUpdateWorkItem, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NameUpdateWorkItem, "", werr), nil
+		}
 		res, err := d.Tracker.UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
 			Title:       a.strPtr("title"),
 			Description: a.strPtr("description"),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -126,6 +127,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()))
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger), opts))
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), Logger: logger}))
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -51,6 +51,10 @@ type EmbeddedOptions struct {
 	// MaxStore is stream.store_max_bytes (0: the server's own default).
 	MaxStore int64
 	Logger   *slog.Logger
+	// ClientURL, when set, makes the broker listen for clients on a
+	// loopback port and the node connect over TCP to the URL it returns
+	// for the broker's own (a test puts a fault-injecting proxy there).
+	ClientURL func(brokerURL string) string
 }
 
 // Embedded is an in-process nats-server with JetStream, and this node's
@@ -76,6 +80,9 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		JetStreamMaxMemory: 64 << 20,
 		NoSigs:             true,
 	}
+	if o.ClientURL != nil {
+		opts.DontListen, opts.Host, opts.Port = false, "127.0.0.1", server.RANDOM_PORT
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -92,7 +99,14 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		ns.Shutdown()
 		return nil, err
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name(o.ServerName), nats.MaxReconnects(-1))
+	connect := []nats.Option{nats.Name(o.ServerName), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+	url := ""
+	if o.ClientURL != nil {
+		url = o.ClientURL(ns.ClientURL())
+	} else {
+		connect = append(connect, nats.InProcessServer(ns))
+	}
+	nc, err := nats.Connect(url, connect...)
 	if err != nil {
 		ns.Shutdown()
 		return nil, fmt.Errorf("broker: connect in process: %w", err)

@@ -80,17 +80,16 @@ func checkEditing(v string) error {
 }
 
 // opFor returns the operation a write runs under: the one the caller
-// brought back, which must name this very write, or a fresh one.
-func (s *Service) opFor(w engine.WriteOptions, verb, object string) (ledger.OpID, error) {
-	if w.OpID == "" {
-		return ledger.Mint(s.clock.Now(), verb, object)
-	}
-	op, err := ledger.Parse(w.OpID)
+// brought back (which must name this very write and call), the one a seat
+// derives from its turn, or a fresh one sealed to the call.
+func (s *Service) opFor(w engine.WriteOptions, verb, object string) (statelog.Op, error) {
+	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
 	if err != nil {
-		return ledger.OpID{}, invalid("%v. Bring back an op_id exactly as an answer gave it, or omit it.", err)
-	}
-	if op.Verb != verb || op.Object != object {
-		return op, engine.Refuse(engine.CodeOpReused, "op_id %s names the write %s-%s, not this %s-%s; a different write takes a fresh id: call again without op_id.", w.OpID, op.Verb, op.Object, verb, object)
+		var ce *ledger.CallError
+		if errors.As(err, &ce) && ce.Reused {
+			return op, engine.Refuse(engine.CodeOpReused, "%s.", strings.TrimSuffix(ce.Msg, "."))
+		}
+		return op, invalid("%s.", strings.TrimSuffix(err.Error(), "."))
 	}
 	return op, nil
 }
@@ -104,7 +103,7 @@ func linearizable(r engine.ReadOptions) engine.ReadOptions {
 
 // pageID derives a page's id from the operation that creates it, so a
 // retried create answers the page the first copy filed.
-func pageID(op ledger.OpID) string { return "pg_" + strings.ReplaceAll(op.UUID.String(), "-", "") }
+func pageID(op statelog.Op) string { return "pg_" + strings.ReplaceAll(op.ID.UUID.String(), "-", "") }
 
 type querier interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row

@@ -2,11 +2,9 @@ package node_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,124 +27,19 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./engine/node/
 
-type latencies []time.Duration
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	slices.Sort(l)
-	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
-
-// bareRig is the raw loop the engine is measured against: an embedded
-// broker syncing always, one stream, a pull consumer feeding one goroutine
-// that commits a checkpoint row in SQLite, and a point select.
-type bareRig struct {
-	js      jetstream.JetStream
-	db      *sql.DB
-	applied chan uint64
-	stop    func()
-}
-
-func newBareRig(b *testing.B) *bareRig {
-	dir := b.TempDir()
-	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "bare", StoreDir: filepath.Join(dir, "stream"), Sync: broker.Sync{Always: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	s, err := br.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "BARE", Subjects: []string{"bare.>"}, Storage: jetstream.FileStorage})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := sqlite.Open(filepath.Join(dir, "bare.db"), 5)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db.Exec(`CREATE TABLE cp(id INTEGER PRIMARY KEY, seq INTEGER); INSERT INTO cp VALUES(1, 0);
-		CREATE TABLE t(id INTEGER PRIMARY KEY, a TEXT, b TEXT, c INTEGER, d INTEGER, e TEXT, f TEXT)`)
-	tx, _ := db.Begin()
-	for i := 0; i < 10000; i++ {
-		tx.Exec(`INSERT INTO t VALUES(?,?,?,?,?,?,?)`, i, "title", "desc", i, i, "open", "x")
-	}
-	tx.Commit()
-	cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckNonePolicy})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &bareRig{js: br.JS, db: db, applied: make(chan uint64, 1024)}
-	it, err := cons.Messages()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return
-			}
-			md, _ := m.Metadata()
-			tx, _ := db.Begin()
-			tx.Exec(`UPDATE cp SET seq = ? WHERE id = 1`, md.Sequence.Stream)
-			tx.Commit()
-			r.applied <- md.Sequence.Stream
-		}
-	}()
-	r.stop = func() { it.Stop(); wg.Wait(); db.Close(); br.Close() }
-	return r
-}
-
 // BenchmarkBareBarrierLoop: publish a barrier, wait for the pull consumer
 // to commit its checkpoint, point select.
-func BenchmarkBareBarrierLoop(b *testing.B) {
-	r := newBareRig(b)
-	defer r.stop()
-	ctx := context.Background()
-	var lat latencies
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		ack, err := r.js.Publish(ctx, "bare.barrier", []byte(`{"kind":"barrier"}`))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for seq := range r.applied {
-			if seq >= ack.Sequence {
-				break
-			}
-		}
-		var title string
-		if err := r.db.QueryRow(`SELECT a FROM t WHERE id = ?`, i%10000).Scan(&title); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	b.StopTimer()
-	lat.report(b)
-}
+func BenchmarkBareBarrierLoop(b *testing.B) { enginetest.BareBarrierLoop(b) }
 
 // BenchmarkBarePublish: a bare synchronous publish, acknowledged, sync always.
 func BenchmarkBarePublish(b *testing.B) {
-	r := newBareRig(b)
-	defer r.stop()
+	r := enginetest.NewBareRig(b)
 	ctx := context.Background()
-	var lat latencies
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if _, err := r.js.Publish(ctx, fmt.Sprintf("bare.item.%d", i%100), []byte(`{"kind":"x","payload":{"title":"a title"}}`)); err != nil {
+	enginetest.Timed(b, func(i int) {
+		if _, err := r.JS.Publish(ctx, fmt.Sprintf("bare.item.%d", i%100), []byte(`{"kind":"x","payload":{"title":"a title"}}`)); err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, time.Since(t0))
-		<-r.applied
-	}
-	b.StopTimer()
-	lat.report(b)
+	})
 }
 
 func benchNode(b *testing.B) *tracker.Service {
@@ -166,7 +59,7 @@ func benchNode(b *testing.B) *tracker.Service {
 func BenchmarkLinearizableRead(b *testing.B) {
 	svc := benchNode(b)
 	ctx := context.Background()
-	var lat latencies
+	var lat enginetest.Latencies
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -176,7 +69,7 @@ func BenchmarkLinearizableRead(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 }
 
 // BenchmarkLinearizableReadsParallel: reads/s at concurrency 1, 16 and 64,
@@ -219,7 +112,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 func BenchmarkAppliedWrite(b *testing.B) {
 	svc := benchNode(b)
 	ctx := context.Background()
-	var lat latencies
+	var lat enginetest.Latencies
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -230,7 +123,7 @@ func BenchmarkAppliedWrite(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b)
+	lat.Report(b)
 }
 
 // BenchmarkBareMultiRowInsert: 1 000-row multi-row inserts, 4 000 rows a

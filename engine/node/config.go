@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // Modes a node runs in. maintenance and seal are capacity windows that
@@ -36,8 +37,11 @@ type Config struct {
 	WriteWait time.Duration
 	// ReadBudget is how long a read waits for a position (default 2 s).
 	ReadBudget time.Duration
-	Clock      engine.Clock
-	Logger     *slog.Logger
+	// PublishTimeout bounds one append's wait for the broker's answer
+	// (default 5 s); past it the append is settled from the log or unknown.
+	PublishTimeout time.Duration
+	Clock          engine.Clock
+	Logger         *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").
@@ -75,6 +79,13 @@ type Hooks struct {
 	// BeforeApplyCommit runs inside the apply transaction of each batch,
 	// after the rows and before the commit; an error fails the batch.
 	BeforeApplyCommit func(domain engine.Domain, lastSeq uint64) error
+	// WrapLog, when set, wraps a domain's log before its replica uses it:
+	// a test seam for faults at the log boundary (a publish that lands
+	// and whose acknowledgement is lost).
+	WrapLog func(domain engine.Domain, l statelog.Log) statelog.Log
+	// ClientURL, when set, puts the node's broker connection on TCP via
+	// the URL it returns for the broker's (a proxy that drops acks).
+	ClientURL func(brokerURL string) string
 }
 
 // Defaults.

@@ -60,7 +60,7 @@ func TestChildKilledBeforeApplyCommit(t *testing.T) {
 	mustProject(t, n.Tracker(), "ENG")
 	n.Close()
 
-	op, err := ledger.Mint(time.Now(), "create_work_item", "ENG")
+	op, err := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
 	if err != nil {
 		t.Fatal(err)
 	}

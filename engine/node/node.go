@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
@@ -15,6 +17,8 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/turns"
+	"github.com/crewlet/crewlet/ledger"
 )
 
 // Node is one running data node.
@@ -29,6 +33,12 @@ type Node struct {
 	svc     *tracker.Service
 	pages   *statelog.Replica
 	kb      *kb.Service
+	units   *turns.Units
+	stop    chan struct{}
+	swept   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open builds and starts a node. It refuses a data directory another
@@ -57,7 +67,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.broker, err = broker.StartEmbedded(broker.EmbeddedOptions{ServerName: cfg.Name, StoreDir: cfg.Stream.StoreDir,
-		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger})
+		Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger, ClientURL: cfg.Hooks.ClientURL})
 	if err != nil {
 		return n, err
 	}
@@ -77,7 +87,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
 		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
-		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget}
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+	if cfg.Hooks.WrapLog != nil {
+		rc.Log = cfg.Hooks.WrapLog(engine.DomainTracker, rc.Log)
+	}
 	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
 		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainTracker, last) }
 	}
@@ -88,6 +101,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.openPages(ctx); err != nil {
 		return n, err
 	}
+	if n.units, err = turns.Open(ctx, n.broker.JS, 1, cfg.Clock, cfg.Logger); err != nil {
+		return n, err
+	}
+	n.stop, n.swept = make(chan struct{}), make(chan struct{})
+	go n.sweepLoop()
 	n.log.Info("node_started", "node", cfg.Name, "data", cfg.DataDir, "mode", cfg.Mode, "sync", sync.String())
 	return n, nil
 }
@@ -148,6 +166,39 @@ func withDefaults(cfg Config) (Config, error) {
 	return cfg, nil
 }
 
+// SweepInterval is how often the ledger's 30-day sweep runs.
+const SweepInterval = time.Hour
+
+// sweepLoop runs the ledger's sweep at boot and every SweepInterval.
+func (n *Node) sweepLoop() {
+	defer close(n.swept)
+	t := time.NewTicker(SweepInterval)
+	defer t.Stop()
+	for {
+		if _, err := n.SweepLedger(context.Background()); err != nil {
+			n.log.Warn("ledger_sweep_failed", engine.LogErr, err.Error())
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SweepLedger deletes ledger rows applied more than 30 days ago (by the
+// node's clock) and moves the watermark; it returns the rows deleted.
+func (n *Node) SweepLedger(ctx context.Context) (int64, error) {
+	deleted, err := ledger.Sweep(ctx, n.db, n.cfg.Clock.Now())
+	if deleted > 0 {
+		n.log.Info("ledger_swept", "deleted", deleted)
+	}
+	return deleted, err
+}
+
+// Units is the units-of-work register seats derive their ids from.
+func (n *Node) Units() *turns.Units { return n.units }
+
 // Name is node.name.
 func (n *Node) Name() string { return n.cfg.Name }
 
@@ -160,7 +211,10 @@ func (n *Node) openPages(ctx context.Context) error {
 	cfg := n.cfg
 	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainPages], Domain: kb.Domain{},
 		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
-		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget}
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+	if cfg.Hooks.WrapLog != nil {
+		rc.Log = cfg.Hooks.WrapLog(engine.DomainPages, rc.Log)
+	}
 	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
 		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainPages, last) }
 	}
@@ -174,6 +228,21 @@ func (n *Node) openPages(ctx context.Context) error {
 
 // Pages is the knowledge base's service.
 func (n *Node) Pages() *kb.Service { return n.kb }
+
+// Replica returns a domain's replica, nil for a domain this node does not
+// replicate (yet).
+func (n *Node) Replica(d engine.Domain) *statelog.Replica {
+	switch d {
+	case engine.DomainTracker:
+		return n.tracker
+	case engine.DomainPages:
+		return n.pages
+	}
+	return nil
+}
+
+// Mode is the mode the node runs in: normal, maintenance or seal.
+func (n *Node) Mode() string { return n.cfg.Mode }
 
 // Log returns a domain's broker log (tests count records through it).
 func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
@@ -189,7 +258,16 @@ func (n *Node) Close() error {
 	if n == nil {
 		return nil
 	}
+	n.closeOnce.Do(func() { n.closeErr = n.close() })
+	return n.closeErr
+}
+
+func (n *Node) close() error {
 	var errs []error
+	if n.stop != nil {
+		close(n.stop)
+		<-n.swept
+	}
 	if n.tracker != nil {
 		n.tracker.Close()
 	}

@@ -37,6 +37,10 @@ type Record struct {
 	// Scope names every object the record may change, its own subject's
 	// object included.
 	Scope []string `json:"scope,omitempty"`
+	// Digest is the argument digest of the call that made the record, so
+	// an op id brought back with other arguments is told apart even when
+	// only the log holds its first copy.
+	Digest string `json:"digest,omitempty"`
 	// Payload is the domain's own body.
 	Payload json.RawMessage `json:"payload,omitempty"`
 }

@@ -43,8 +43,15 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 				break fill
 			}
 		}
-		if len(batch) > 0 && !r.applyWithRetry(ctx, &cp, batch) {
-			return
+		// A batch is committed as one transaction or, where its records
+		// write more than MaxTxRows rows, as several, each ending at the
+		// record that reached the budget (a record is never split).
+		for start := 0; start < len(batch); {
+			n, ok := r.applyWithRetry(ctx, &cp, batch[start:])
+			if !ok {
+				return
+			}
+			start += n
 		}
 		if last && len(c) == 0 {
 			return
@@ -55,15 +62,21 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 // applyWithRetry applies one batch, retrying a failure in place: the run
 // of failures is logged once when it starts, once more when it outlives the
 // retry budget (reads then refuse stalled), and once when it ends.
-func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery) bool {
+func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery) (int, bool) {
 	var started time.Time
 	var lastErr error
 	backoff := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		t0 := time.Now()
-		next, applied, err := r.applyBatch(ctx, *cp, batch)
+		next, applied, used, rows, err := r.applyBatch(ctx, *cp, batch)
 		if err == nil {
-			r.drain.observe(applied, time.Since(t0))
+			took := time.Since(t0)
+			r.drain.observe(applied, took)
+			r.stats.observe(applied, rows, took)
+			batch = batch[:used]
+			for _, d := range batch {
+				r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
+			}
 			*cp = next
 			r.progress.set(next.Seq, next.AppliedThrough)
 			if end := batch[len(batch)-1].Seq + batch[len(batch)-1].Pending; end > r.logEnd.Load() {
@@ -79,7 +92,7 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 				r.log.Info(engine.EvApplyRecovered, "after", time.Since(started).String(), engine.LogErr, lastErr.Error(),
 					engine.LogStream, r.stream, engine.LogPosition, r.Position(next.Seq).Token())
 			}
-			return true
+			return used, true
 		}
 		lastErr = err
 		if attempt == 0 {
@@ -97,7 +110,7 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		r.faultMu.Unlock()
 		select {
 		case <-ctx.Done():
-			return false
+			return 0, false
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, time.Second)
@@ -107,29 +120,40 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 // applyBatch writes one batch in one transaction: the domain's rows, the
 // ledger rows, the anchors and the checkpoint, committed together or not
 // at all.
-func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Delivery) (Checkpoint, int, error) {
+//
+// used is how many deliveries of batch the transaction took: all of them,
+// or fewer where the rows the domain wrote reached MaxTxRows, so another
+// writer of the database waits behind at most one such transaction.
+func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Delivery) (_ Checkpoint, applied, used, rows int, _ error) {
 	if r.cfg.Disabled != nil {
 		if err := r.cfg.Disabled(); err != nil {
-			return cp, 0, err
+			return cp, 0, 0, 0, err
 		}
 	}
 	tx, err := r.cfg.DB.BeginTx(ctx, nil)
 	if err != nil {
-		return cp, 0, err
+		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
-	applied, retained := 0, 0
+	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
+		if rows >= MaxTxRows {
+			break
+		}
+		used++
 		if d.Seq <= cp.Seq {
 			continue // at or below the checkpoint: already in the rows
 		}
-		held, g, err := r.applyOne(ctx, tx, &cp, d)
+		held, g, err := r.applyOne(ctx, tx, &cp, d, &rows)
 		if err != nil {
-			return cp, 0, err
+			return cp, 0, 0, 0, err
 		}
 		if held {
 			retained++
+			if !scopeKnown(d.Data) {
+				unknown++
+			}
 		}
 		if g != nil {
 			gated = append(gated, *g)
@@ -137,23 +161,25 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		applied++
 	}
 	if applied == 0 {
-		return cp, 0, nil
+		return cp, 0, used, 0, nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
 		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
-		return cp, 0, err
+		return cp, 0, 0, 0, err
 	}
 	if r.cfg.BeforeCommit != nil {
 		if err := r.cfg.BeforeCommit(tx, cp.Seq); err != nil {
-			return cp, 0, err
+			return cp, 0, 0, 0, err
 		}
 	}
 	// Counted before the commit, so no read can see the retained rows
 	// without being told to look for them.
 	r.retained.Add(int64(retained))
+	r.scopeUnknown.Add(int64(unknown))
 	if err := tx.Commit(); err != nil {
 		r.retained.Add(-int64(retained))
-		return cp, 0, err
+		r.scopeUnknown.Add(-int64(unknown))
+		return cp, 0, 0, 0, err
 	}
 	// The drop's only witness, written once, when the transaction that
 	// drops the record commits.
@@ -161,7 +187,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		r.log.Warn(engine.EvRecordGated, engine.LogPosition, r.Position(g.seq).Token(), "kind", g.kind,
 			engine.LogWriter, g.writer, engine.LogGate, g.gate, engine.LogOpID, g.opID)
 	}
-	return cp, applied, nil
+	return cp, applied, used, rows, nil
 }
 
 type gatedLine struct {
@@ -171,7 +197,7 @@ type gatedLine struct {
 
 // applyOne applies one record; held is true when it was retained
 // undecoded instead, gated names the gate that dropped it.
-func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery) (held bool, gated *gatedLine, err error) {
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery, rows *int) (held bool, gated *gatedLine, err error) {
 	// A retained record holds everything after it back from applied_through.
 	contiguous := cp.AppliedThrough == cp.Seq
 	cp.Seq = d.Seq
@@ -212,16 +238,33 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
 		}
 	}
-	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time}); err != nil {
+	if rec.OpID != "" {
+		// A second copy of an operation (appended after the duplicate
+		// window) applies nothing: the first copy's effects are the op's.
+		if _, dup, err := ledger.Lookup(ctx, tx, rec.OpID); err != nil {
+			return false, nil, err
+		} else if dup {
+			return false, nil, nil
+		}
+	}
+	*rows++ // the record's own rows, at the least
+	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows}); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {
 		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
-			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, AppliedAt: r.cfg.Clock.Now()}); err != nil {
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
 	}
 	return false, nil, nil
+}
+
+// scopeKnown reports whether an undecodable record's scope could be read.
+func scopeKnown(data []byte) bool {
+	_, err := record.Decode(data)
+	var ue *record.UndecodableError
+	return errors.As(err, &ue) && ue.ScopeKnown
 }
 
 // GatedAt returns the gate that dropped the record at seq, if one did.

@@ -87,6 +87,10 @@ func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// A barrier is an ordinary append: held to the ordinary ceiling.
+	if err := r.room(ctx, storedSize(rec.Subject, "", len(data))); err != nil {
+		return 0, err
+	}
 	ack, err := r.cfg.Log.Publish(ctx, rec.Subject, data, "", nil)
 	if err != nil {
 		return 0, err

@@ -115,6 +115,17 @@ type Domain interface {
 type Applying struct {
 	Seq  uint64
 	Time time.Time
+	// rows counts the rows the batch's transaction has written, so the
+	// applier can close it at MaxTxRows.
+	rows *int
+}
+
+// Wrote tells the applier the record wrote n more rows (child rows of a
+// bulk record: tags, history, postings), counted against MaxTxRows.
+func (a Applying) Wrote(n int) {
+	if a.rows != nil {
+		*a.rows += n
+	}
 }
 
 // SubjectPrefix is the subject tree of a domain's stream: crewlet.<domain>.

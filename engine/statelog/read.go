@@ -3,9 +3,11 @@ package statelog
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"slices"
+	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -14,11 +16,33 @@ import (
 // ReadFunc reads rows inside the read's snapshot.
 type ReadFunc func(ctx context.Context, tx *sql.Tx) error
 
-// Read serves one read at the level opts asks for, or refuses with the
+// ObjectReadFunc reads one object inside the read's snapshot and returns
+// the scope the answer is about (item:<id>, or project:<KEY> for an item
+// that is not there), even alongside an error such as not_found.
+type ObjectReadFunc func(ctx context.Context, tx *sql.Tx) (scope []string, err error)
+
+// Read serves one set read at the level opts asks for, or refuses with the
 // code that says what to do; it never answers at a weaker level than asked.
 // fn runs inside one snapshot whose checkpoint is the answer's seen_through.
+// A record retained undecoded makes the answer incomplete, with a block
+// saying how many, from where and under what scope.
+//
+// opts.MinPosition is the engine-level floor (a write's position, a seat's
+// trigger position): the answer is from no earlier than it, at any level.
 func (r *Replica) Read(ctx context.Context, opts engine.ReadOptions, fn ReadFunc) (engine.ReadInfo, error) {
-	if err := r.admit(ctx, opts); err != nil {
+	return r.read(ctx, opts, func(ctx context.Context, tx *sql.Tx) ([]string, error) { return nil, fn(ctx, tx) }, false)
+}
+
+// ReadObject serves a read of one object: like Read, but a retained record
+// whose declared scope meets the scope fn returns refuses deferred, since
+// a row this node cannot show may be the answer.
+func (r *Replica) ReadObject(ctx context.Context, opts engine.ReadOptions, fn ObjectReadFunc) (engine.ReadInfo, error) {
+	return r.read(ctx, opts, fn, true)
+}
+
+func (r *Replica) read(ctx context.Context, opts engine.ReadOptions, fn ObjectReadFunc, object bool) (engine.ReadInfo, error) {
+	adm, err := r.admit(ctx, opts)
+	if err != nil {
 		return engine.ReadInfo{}, err
 	}
 	tx, err := sqlite.BeginRead(ctx, r.cfg.DB)
@@ -32,103 +56,93 @@ func (r *Replica) Read(ctx context.Context, opts engine.ReadOptions, fn ReadFunc
 	if err := r.QueryRow(ctx, tx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
 		return engine.ReadInfo{}, err
 	}
-	if err := fn(ctx, tx); err != nil {
-		return engine.ReadInfo{}, err
+	scope, fnErr := fn(ctx, tx)
+	info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
+	if r.retained.Load() > 0 {
+		held, err := r.retainedIn(ctx, tx)
+		if err != nil {
+			return engine.ReadInfo{}, err
+		}
+		if object {
+			if d := deferredFor(r, held, scope); d != nil {
+				return engine.ReadInfo{}, d
+			}
+		} else if inc := incompleteOf(r, held); inc != nil {
+			info.Complete, info.Incomplete = false, inc
+		}
 	}
-	info := engine.ReadInfo{Level: opts.Level, SeenThrough: r.Position(seen), Complete: true}
-	if opts.Level != engine.ConsistentPrefix {
-		info.Lag = r.lag(seen)
+	if fnErr != nil {
+		return engine.ReadInfo{}, fnErr
 	}
-	inc, err := r.incomplete(ctx, tx)
-	if err != nil {
-		return engine.ReadInfo{}, err
-	}
-	if inc != nil {
-		info.Complete, info.Incomplete = false, inc
+	// consistent_prefix names a prefix and claims no age, so it carries no
+	// lag; every other level reports it.
+	if info.Level != engine.ConsistentPrefix {
+		info.Lag = LagOf(seen, r.logEnd.Load(), r.drain.get())
+		if info.Lag.Seconds == nil {
+			info.Note = LagUnmeasured
+		}
 	}
 	return info, nil
 }
 
-// admit decides whether the read can be served at its level, waiting for
-// what the level needs (a barrier, a position) within the read budget.
-func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) error {
-	if opts.MinPosition != nil {
-		if err := r.checkPosition(*opts.MinPosition); err != nil {
-			return err
-		}
-	}
-	if opts.Level != engine.Stale && (opts.MaxLagSeq != 0 || opts.MaxLagSeconds != 0) {
-		return engine.Refuse(engine.CodeInvalidArgument, "max_lag_seq and max_lag_seconds bound a stale read and nothing else; drop them, or ask for read_level=stale.")
-	}
-	fault := r.Fault()
-	switch opts.Level {
-	case engine.Linearizable:
-		if fault != nil {
-			return r.stalledRefusal(fault)
-		}
-		if !r.cfg.Publishing {
-			return engine.RefuseDoc(engine.CodeMaintenance)
-		}
-		bctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		seq, err := r.Barrier(bctx)
-		cancel()
-		if err != nil {
-			return r.barrierRefusal(err)
-		}
-		return r.waitFor(ctx, seq, "the barrier this read appended")
-	case engine.Session:
-		if opts.MinPosition == nil {
-			return engine.Refuse(engine.CodeInvalidArgument, "read_level=session needs min_position, the position your write answered with; without one, ask for read_level=linearizable, or read_level=stale with max_lag_seq.").With("key", "min_position")
-		}
-		if fault != nil {
-			return r.stalledRefusal(fault)
-		}
-		return r.waitFor(ctx, opts.MinPosition.Seq, "min_position "+opts.MinPosition.Token())
-	case engine.Stale:
-		if fault != nil {
-			return r.stalledRefusal(fault)
-		}
-		if opts.MinPosition != nil {
-			if err := r.waitFor(ctx, opts.MinPosition.Seq, "min_position "+opts.MinPosition.Token()); err != nil {
-				return err
+// maxAdmitSteps bounds admission's loop: a barrier, a wait and a verdict.
+const maxAdmitSteps = 6
+
+// admit runs Admit against this replica, doing what it asks (append a
+// barrier, wait within the read budget) until it refuses or serves.
+func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) (Admission, error) {
+	req := AdmitRequest{Options: opts}
+	for step := 0; step < maxAdmitSteps; step++ {
+		a := Admit(req, r.State())
+		switch {
+		case a.Refusal != nil:
+			return a, a.Refusal
+		case a.AppendBarrier:
+			bctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+			seq, err := r.Barrier(bctx)
+			cancel()
+			if err != nil && ctx.Err() != nil {
+				return a, ctx.Err()
 			}
-		}
-		applied := r.Applied()
-		lag := r.lag(applied)
-		if opts.MaxLagSeq != 0 && lag.Seq > opts.MaxLagSeq {
-			return r.tooStale(lag, fmt.Sprintf("%d records behind, past max_lag_seq=%d", lag.Seq, opts.MaxLagSeq))
-		}
-		if opts.MaxLagSeconds != 0 {
-			if lag.Seconds == nil {
-				if lag.Seq > 0 {
-					return r.tooStale(lag, "its lag in seconds is unmeasurable (no drain measured yet) while max_lag_seconds is set")
+			if err == nil && seq == 0 {
+				err = errors.New("statelog: the barrier was acknowledged at no sequence")
+			}
+			req.BarrierSeq, req.BarrierErr = seq, err
+		case a.WaitFor > 0:
+			wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadBudget)
+			err := r.WaitApplied(wctx, a.WaitFor)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return a, ctx.Err()
 				}
-			} else if *lag.Seconds > opts.MaxLagSeconds {
-				return r.tooStale(lag, fmt.Sprintf("%.3f s behind, past max_lag_seconds=%g", *lag.Seconds, opts.MaxLagSeconds))
+				req.WaitExpired = true
 			}
+		default:
+			return a, nil
 		}
-		return nil
-	case engine.ConsistentPrefix:
-		if opts.MinPosition != nil {
-			return r.waitFor(ctx, opts.MinPosition.Seq, "min_position "+opts.MinPosition.Token())
-		}
-		return nil
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "read level %q is not one of linearizable, session, stale, consistent_prefix.", opts.Level)
+	return Admission{}, fmt.Errorf("statelog: admission of a %s read did not settle in %d steps", opts.Level, maxAdmitSteps)
 }
 
-func (r *Replica) checkPosition(p engine.Position) error {
-	if p.Stream != r.stream {
-		return engine.Refuse(engine.CodeWrongStream, "position %s is on %s, but this read is on %s; pass a position this domain's writes answered with.", p.Token(), p.Stream, r.stream)
+// State is this replica's standing for admission, taken without a broker
+// call.
+func (r *Replica) State() NodeState {
+	return NodeState{
+		Stream:       r.stream,
+		Generation:   r.cfg.Generation,
+		Applied:      r.Applied(),
+		LogEnd:       r.logEnd.Load(),
+		DrainRate:    r.drain.get(),
+		Fault:        r.Fault(),
+		Publishing:   r.cfg.Publishing,
+		ScopeUnknown: r.scopeUnknown.Load(),
 	}
-	if p.Generation != r.cfg.Generation {
-		return engine.Refuse(engine.CodeWrongStream, "position %s is in generation %d, but this node's %s rows are in generation %d; a cursor from before a reanchor compares with nothing here.", p.Token(), p.Generation, r.stream, r.cfg.Generation)
-	}
-	return nil
 }
 
 // waitFor waits up to the read budget for the applier to reach seq, else
-// refuses behind with a hint derived from the measured drain.
+// refuses behind (or stalled) with a hint derived from the measured drain.
+// The write path uses it for read-your-writes.
 func (r *Replica) waitFor(ctx context.Context, seq uint64, what string) error {
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadBudget)
 	defer cancel()
@@ -139,102 +153,97 @@ func (r *Replica) waitFor(ctx context.Context, seq uint64, what string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if f := r.Fault(); f != nil {
-		return r.stalledRefusal(f)
+	st := r.State()
+	if st.Fault != nil {
+		return stalled(st)
 	}
-	return r.behind(seq, what)
-}
-
-func (r *Replica) behind(seq uint64, what string) *engine.Refusal {
-	applied := r.Applied()
-	ref := engine.Refuse(engine.CodeBehind, "this node has applied %s through %d and has not yet reached %d (%s); retry after the hint, it clears on its own.",
-		r.stream, applied, seq, what)
-	ref.RetryAfter = r.retryHint(seq - min(seq, applied))
-	p := r.Position(seq)
-	ref.Position = &p
-	return ref
-}
-
-// retryHint turns a distance in records into seconds through the measured
-// drain, rounded up to a tenth, at least a tenth.
-func (r *Replica) retryHint(records uint64) float64 {
-	rate := r.drain.get()
-	if rate <= 0 {
-		return 1
-	}
-	return math.Max(0.1, math.Ceil(float64(records)/rate*10)/10)
-}
-
-func (r *Replica) tooStale(lag *engine.Lag, why string) *engine.Refusal {
-	ref := engine.Refuse(engine.CodeTooStale, "this node is %s; retry after the hint, or accept more staleness.", why)
-	ref.RetryAfter = r.retryHint(lag.Seq)
-	return ref.With("lag", lag)
+	return behind(st, seq, what)
 }
 
 func (r *Replica) stalledRefusal(fault error) *engine.Refusal {
-	applied := r.Applied()
-	return engine.Refuse(engine.CodeStalled, "this node's %s applier is stuck at %d retrying: %v. Its rows are frozen; check the applier with `crewlet retention status` (a retried failure clears on its own when an attempt succeeds).",
-		r.stream, applied, fault).With("error", fault.Error()).With("domain", string(r.domain))
-}
-
-func (r *Replica) barrierRefusal(err error) *engine.Refusal {
-	switch {
-	case errors.Is(err, errNotPublishing):
-		return engine.RefuseDoc(engine.CodeMaintenance)
-	case errors.Is(err, ErrLogFull):
-		return engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to, so no barrier can be written. Raise it with `crewlet retention set-capacity`, or unblock the trim; stale reads keep answering.", r.stream)
-	case errors.Is(err, ErrNoQuorum):
-		return engine.Refuse(engine.CodeNoQuorum, "the barrier on %s did not commit: the broker answered and a majority did not agree. Retry after the hint; if it persists, a member is down or partitioned.", r.stream)
-	}
-	return engine.Refuse(engine.CodeBrokerUnreachable, "the broker did not answer the barrier on %s (%v). Retry; if it persists, check the broker.", r.stream, err)
+	st := r.State()
+	st.Fault = fault
+	return stalled(st)
 }
 
 // lag is the distance from seq to the log's end as this node last learnt
 // it, with seconds where the drain is measured.
-func (r *Replica) lag(seq uint64) *engine.Lag {
-	end := r.logEnd.Load()
-	l := &engine.Lag{}
-	if end > seq {
-		l.Seq = end - seq
-	}
-	if l.Seq == 0 {
-		z := 0.0
-		l.Seconds = &z
-		return l
-	}
-	if rate := r.drain.get(); rate > 0 {
-		s := float64(l.Seq) / rate
-		l.Seconds = &s
-	}
-	return l
+func (r *Replica) lag(seq uint64) *engine.Lag { return LagOf(seq, r.logEnd.Load(), r.drain.get()) }
+
+// heldRecord is one row of statelog_retained as a read needs it.
+type heldRecord struct {
+	seq        uint64
+	scope      []string
+	scopeKnown bool
 }
 
-// incomplete reports the records retained undecoded, which could
-// intersect any set answer of this domain.
-func (r *Replica) incomplete(ctx context.Context, tx *sql.Tx) (*engine.Incomplete, error) {
-	if r.retained.Load() == 0 {
-		return nil, nil
-	}
-	var n int
-	var from sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), min(seq) FROM statelog_retained WHERE domain = ?`, string(r.domain)).Scan(&n, &from); err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT value FROM statelog_retained, json_each(statelog_retained.scope) WHERE domain = ? ORDER BY value`, string(r.domain))
+func (r *Replica) retainedIn(ctx context.Context, tx *sql.Tx) ([]heldRecord, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, scope, scope_known FROM statelog_retained WHERE domain = ? ORDER BY seq`, string(r.domain))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	scope := []string{}
+	var out []heldRecord
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var h heldRecord
+		var scope string
+		if err := rows.Scan(&h.seq, &scope, &h.scopeKnown); err != nil {
 			return nil, err
 		}
-		scope = append(scope, s)
+		_ = json.Unmarshal([]byte(scope), &h.scope)
+		out = append(out, h)
 	}
-	return &engine.Incomplete{Records: n, From: r.Position(uint64(from.Int64)), Scope: scope, Direction: "unknown"}, rows.Err()
+	return out, rows.Err()
+}
+
+// incompleteOf is the incomplete block of a set answer: every retained
+// record of the domain could intersect a set, since a record this build
+// cannot decode may add a row to it as well as take one away.
+func incompleteOf(r *Replica, held []heldRecord) *engine.Incomplete {
+	if len(held) == 0 {
+		return nil
+	}
+	scope := []string{}
+	for _, h := range held {
+		for _, s := range h.scope {
+			if !slices.Contains(scope, s) {
+				scope = append(scope, s)
+			}
+		}
+	}
+	slices.Sort(scope)
+	return &engine.Incomplete{Records: len(held), From: r.Position(held[0].seq), Scope: scope, Direction: "unknown"}
+}
+
+// deferredFor refuses an object read whose scope meets a retained
+// record's declared scope.
+func deferredFor(r *Replica, held []heldRecord, scope []string) *engine.Refusal {
+	var meets []string
+	var from uint64
+	n := 0
+	for _, h := range held {
+		hit := false
+		for _, s := range h.scope {
+			if slices.Contains(scope, s) {
+				hit = true
+				if !slices.Contains(meets, s) {
+					meets = append(meets, s)
+				}
+			}
+		}
+		if hit {
+			if n == 0 {
+				from = h.seq
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	p := r.Position(from)
+	ref := engine.Refuse(engine.CodeDeferred, "this node holds %d record(s) from %s it cannot decode covering %s, so it cannot show this object as the log has it. Ask another node, or upgrade this one; waiting changes nothing.",
+		n, p.Token(), strings.Join(meets, ", "))
+	ref.Position = &p
+	return ref.With("scope", meets).With("records", n)
 }

@@ -99,9 +99,15 @@ type Replica struct {
 	// deliveries and appends without asking.
 	logEnd atomic.Uint64
 	drain  drainRate
+	stats  applyStats
 	// retained counts records held undecoded, so a read asks the
 	// database for the incomplete block only when there is one.
 	retained atomic.Int64
+	// scopeUnknown counts the retained records whose scope could not be
+	// read; each blocks every read of the domain.
+	scopeUnknown atomic.Int64
+	// capacity holds the log's fill, for the ordinary ceiling.
+	capacity capacity
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -166,6 +172,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := r.migrate(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.rederive(ctx); err != nil {
+		return nil, err
+	}
 	info, err := cfg.Log.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
@@ -180,6 +189,12 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.retained.Store(retained)
+	var unknown int64
+	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ? AND scope_known = 0`, string(r.domain)).Scan(&unknown); err != nil {
+		return nil, err
+	}
+	r.scopeUnknown.Store(unknown)
+	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {

@@ -30,17 +30,23 @@ type Decide func(ctx context.Context, tx *sql.Tx) (*Proposal, error)
 // the record landed, its sequence. Replayed says the answer is an earlier
 // copy's (from the ledger, the duplicate window or the log), so nothing
 // this attempt decided may be used: read the object's rows instead.
+// Unvouched says the outcome is unknown because this node's ledger may
+// have lost the operation's row (a create can still answer from its row).
 type Written struct {
 	engine.WriteResult
-	Seq      uint64
-	Replayed bool
+	Seq       uint64
+	Replayed  bool
+	Unvouched bool
 }
 
-// Write runs the write path for one operation. name is the <verb>-<object>
-// the operation must carry: an id brought back with another write is
-// refused before anything is decided.
-func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Written, error) {
-	opID := op.String()
+// Op is the operation a write runs under: its id, the digest of the
+// call's arguments (an id brought back must come with it again), and
+// whether the id is known to name this call.
+type Op = ledger.Call
+
+// Write runs the write path for one operation.
+func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, error) {
+	opID := op.ID.String()
 	out := Written{WriteResult: engine.WriteResult{OpID: opID}}
 	if !r.cfg.Publishing {
 		return out, engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
@@ -49,13 +55,19 @@ func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Wri
 		return out, r.stalledRefusal(f)
 	}
 	// A retry the ledger records is answered, not decided again.
-	if e, ok, err := ledger.Lookup(ctx, r.cfg.DB, opID); err != nil {
+	if answered, res, err := r.fromLedger(ctx, op, out); answered {
+		return res, err
+	}
+	if !op.Vouched {
+		// An id brought back with other arguments than it was issued for,
+		// and no copy of it landed: refused before anything is written,
+		// rather than half-answered from the first call.
+		return out, engine.Refuse(engine.CodeOpReused, "op_id %s was issued for another call (other arguments) that never landed here; a different write takes a fresh id: call again without op_id.", opID)
+	}
+	if wm, lost, err := ledger.Watermark(ctx, r.cfg.DB); err != nil {
 		return out, err
-	} else if ok {
-		if e.Domain != string(r.domain) {
-			return out, engine.Refuse(engine.CodeOpReused, "op_id %s already landed on %s at %d; a different write takes a fresh id.", opID, e.Domain, e.Seq)
-		}
-		return r.answerLanded(ctx, out, e.Seq, true)
+	} else if !ledger.Vouches(op.ID, wm, lost) {
+		return r.unvouched(ctx, op, out, decide)
 	}
 	// Read-your-writes on the write path: this node's own last write on
 	// this log is applied before the next one decides.
@@ -65,12 +77,18 @@ func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Wri
 		}
 	}
 	for round := 0; round < r.cfg.WriteRounds; round++ {
+		if round > 0 {
+			// The applier moved: the op's own first copy may be what it passed.
+			if answered, res, err := r.fromLedger(ctx, op, out); answered {
+				return res, err
+			}
+		}
 		prop, anchor, err := r.decide(ctx, decide)
 		if err != nil {
 			return out, err
 		}
 		rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: opID, Writer: r.cfg.Node,
-			Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope}
+			Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest}
 		if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 			return out, err
 		}
@@ -82,17 +100,24 @@ func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Wri
 			return out, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		ack, err := r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+		// Refused before publishing: a write past the ordinary ceiling
+		// would spend the gate records' reserve.
+		err = r.room(pctx, storedSize(rec.Subject, opID, len(data)))
+		var ack PubAck
+		if err == nil {
+			ack, err = r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+		}
 		cancel()
 		var wrong *WrongSequenceError
 		switch {
 		case err == nil && ack.Duplicate:
 			// The broker collapsed this append onto an earlier copy: that
-			// copy is the answer, provided it is about the same subject.
+			// copy is the answer, provided it is the same call.
 			msg, gerr := r.cfg.Log.Get(ctx, ack.Seq)
-			if gerr == nil && msg.Subject != rec.Subject {
-				p := r.Position(ack.Seq)
-				return out, engine.Refuse(engine.CodeOpReused, "op_id %s already landed at %s on another object (%s); a different write takes a fresh id.", opID, p.Token(), msg.Subject)
+			if gerr == nil {
+				if ref := r.sameCall(op, rec.Subject, msg); ref != nil {
+					return out, ref
+				}
 			}
 			r.noteOwn(ack.Seq)
 			return r.answerLanded(ctx, out, ack.Seq, true)
@@ -103,6 +128,9 @@ func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Wri
 			// Lost the arbitration, or a retry whose first copy landed.
 			last, lerr := r.cfg.Log.LastOnSubject(ctx, rec.Subject)
 			if lerr == nil && last.MsgID == opID {
+				if ref := r.sameCall(op, rec.Subject, last); ref != nil {
+					return out, ref
+				}
 				r.noteOwn(last.Seq)
 				return r.answerLanded(ctx, out, last.Seq, true)
 			}
@@ -116,13 +144,79 @@ func (r *Replica) Write(ctx context.Context, op ledger.OpID, decide Decide) (Wri
 			continue
 		case errors.Is(err, ErrLogFull):
 			return out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
-		case errors.Is(err, ErrNoQuorum):
-			return r.resolveLost(ctx, out, rec.Subject, err)
 		default:
-			return r.resolveLost(ctx, out, rec.Subject, err)
+			return r.resolveLost(ctx, op, out, rec.Subject, err)
 		}
 	}
 	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for %d rounds; retry with op_id %s.", r.cfg.WriteRounds, opID)
+}
+
+// fromLedger answers an operation the ledger records: applied at the first
+// copy's position however late the retry, or op_reused when the id comes
+// with another write.
+func (r *Replica) fromLedger(ctx context.Context, op Op, out Written) (bool, Written, error) {
+	// Looked up by the id's UUID, so a key brought back under another name
+	// (a client-minted key sent with a write to another object) is found.
+	e, ok, err := ledger.LookupKey(ctx, r.cfg.DB, op.ID.UUID.String())
+	if err != nil {
+		return true, out, err
+	}
+	if !ok {
+		return false, out, nil
+	}
+	p := engine.Position{Stream: engine.StreamOf(engine.Domain(e.Domain)), Generation: e.Generation, Seq: e.Seq}
+	if e.OpID != out.OpID || e.Domain != string(r.domain) || (op.Digest != "" && e.Digest != "" && e.Digest != op.Digest) {
+		return true, out, opReused(out.OpID, p, e.Subject)
+	}
+	res, err := r.answerLanded(ctx, out, e.Seq, true)
+	return true, res, err
+}
+
+func opReused(opID string, p engine.Position, subject string) *engine.Refusal {
+	ref := engine.Refuse(engine.CodeOpReused, "op_id %s already names another write, which landed at %s (on %s); a different write takes a fresh id: call again without op_id.", opID, p.Token(), subject)
+	ref.Position = &p
+	return ref
+}
+
+// sameCall checks that the copy of the op found on the log is this call:
+// the same subject and, where both carry one, the same argument digest.
+func (r *Replica) sameCall(op Op, subject string, msg StoredMsg) *engine.Refusal {
+	p := r.Position(msg.Seq)
+	if msg.Subject != subject {
+		return opReused(op.ID.String(), p, msg.Subject)
+	}
+	if rec, err := record.Decode(msg.Data); err == nil && op.Digest != "" && rec.Digest != "" && rec.Digest != op.Digest {
+		return opReused(op.ID.String(), p, msg.Subject)
+	}
+	return nil
+}
+
+// unvouched answers an operation minted before this node's ledger
+// watermark whose row the ledger does not hold: unknown, before anything
+// is published, rather than decided a second time against rows that may
+// already hold its first copy. Only a refusal about the node itself (a
+// record it cannot read, an object deleted for good) stands either way.
+func (r *Replica) unvouched(ctx context.Context, op Op, out Written, decide Decide) (Written, error) {
+	refusal := ""
+	if _, _, err := r.decide(ctx, decide); err != nil {
+		ref, ok := engine.AsRefusal(err)
+		if !ok {
+			return out, err
+		}
+		switch ref.Code {
+		case engine.CodeDeleted, engine.CodeDeferred, engine.CodeDeferredScopeUnknown:
+			return out, ref
+		}
+		refusal = string(ref.Code)
+	}
+	minted := ""
+	if op.ID.EngineMinted() {
+		minted = op.ID.Minted.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	r.log.Warn(engine.EvWriteUnvouched, engine.LogOpID, out.OpID, "minted_at", minted, "refusal", refusal, engine.LogStream, r.stream)
+	out.Outcome, out.Unvouched = engine.Unknown, true
+	out.Message = "This operation was minted before this node's ledger may have lost rows to its 30-day sweep, and the ledger holds no row for it: whether it landed cannot be said here. A node whose ledger lost nothing that far back can answer it; if it landed, its record is on the log."
+	return out, nil
 }
 
 // decide runs the domain's decision and reads the subject's anchor inside
@@ -147,11 +241,14 @@ func (r *Replica) decide(ctx context.Context, decide Decide) (*Proposal, uint64,
 // resolveLost settles a publish the broker did not answer from the log
 // before anything is called unknown: the newest record on the subject
 // carrying this op id is the answer.
-func (r *Replica) resolveLost(ctx context.Context, out Written, subject string, cause error) (Written, error) {
+func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject string, cause error) (Written, error) {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	last, err := r.cfg.Log.LastOnSubject(lctx, subject)
 	cancel()
 	if err == nil && last.MsgID == out.OpID {
+		if ref := r.sameCall(op, subject, last); ref != nil {
+			return out, ref
+		}
 		r.noteOwn(last.Seq)
 		return r.answerLanded(ctx, out, last.Seq, true)
 	}
@@ -202,15 +299,20 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		out.Outcome = engine.Applied
 		return out, nil
 	}
-	// Applied past the record and no ledger row: a gate dropped it.
+	// Applied past the record and no ledger row: a gate dropped it, or the
+	// sweep took the row of a record this node did apply.
 	gate, writer, dropped, err := r.GatedAt(ctx, seq)
 	if err != nil {
 		return out, err
 	}
-	if !dropped {
-		return out, fmt.Errorf("statelog: %s applied past %d and neither the ledger nor a gate accounts for op %s", r.stream, seq, out.OpID)
+	if dropped {
+		return out, r.gatedRefusal(out, seq, gate, writer)
 	}
-	return out, r.gatedRefusal(out, seq, gate, writer)
+	if msg, gerr := r.cfg.Log.Get(ctx, seq); gerr == nil && msg.MsgID == out.OpID {
+		out.Outcome = engine.Applied
+		return out, nil
+	}
+	return out, fmt.Errorf("statelog: %s applied past %d and neither the ledger, a gate nor the log accounts for op %s", r.stream, seq, out.OpID)
 }
 
 // gatedRefusal refuses a write whose record applies nowhere, under the

@@ -30,11 +30,14 @@ const (
 
 // Project is a key prefix and a name; its items are numbered PREFIX-n.
 type Project struct {
-	Key        string    `json:"key"`
-	Name       string    `json:"name"`
-	Version    uint64    `json:"version"`
-	LastNumber int64     `json:"last_number"`
-	CreatedAt  time.Time `json:"created_at"`
+	Key        string `json:"key"`
+	Name       string `json:"name"`
+	Version    uint64 `json:"version"`
+	LastNumber int64  `json:"last_number"`
+	// TaskCounts.Active is how many of the project's items are in progress
+	// (not counting the trash), computed by the apply.
+	TaskCounts TaskCounts `json:"task_counts"`
+	CreatedAt  time.Time  `json:"created_at"`
 }
 
 // WorkItem is one tracked piece of work. Version is the stream sequence of
@@ -51,6 +54,36 @@ type WorkItem struct {
 	Version     uint64    `json:"version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	Parent      string    `json:"parent,omitempty"` // the parent's key
+	Tags        []string  `json:"tags"`
+	Watchers    []string  `json:"watchers"`
+	Edges       []Edge    `json:"edges"`
+	Reopens     int64     `json:"reopens"`
+	Handoffs    int64     `json:"handoffs"`
+	Trashed     bool      `json:"trashed,omitempty"`
+	Mark        string    `json:"mark,omitempty"`        // a gesture in progress: moving:<project>, merging
+	MergedInto  string    `json:"merged_into,omitempty"` // the key it was merged into
+}
+
+// Edge is one relation of an item to another. Mirror edges (blocks,
+// duplicated_by, and relates_to written from the other side) are the other
+// item's authored edge seen from here.
+type Edge struct {
+	Kind   string `json:"kind"`
+	Key    string `json:"key"`
+	Mirror bool   `json:"mirror,omitempty"`
+}
+
+// Comment is one comment on an item.
+type Comment struct {
+	Author string    `json:"author"`
+	Body   string    `json:"body"`
+	At     time.Time `json:"at"`
+}
+
+// TaskCounts are a project's computed counts.
+type TaskCounts struct {
+	Active int64 `json:"active"`
 }
 
 // NewWorkItem is the input of create_work_item.
@@ -60,14 +93,24 @@ type NewWorkItem struct {
 	Description string
 	Status      string // empty: open
 	Assignee    string
+	Tags        []string
+	Parent      string   // a key
+	DependsOn   []string // keys
 }
 
 // ItemPatch is the input of update_work_item: nil fields are left alone.
 type ItemPatch struct {
-	Title       *string
-	Description *string
-	Status      *string
-	Assignee    *string
+	Title                       *string
+	Description                 *string
+	Status                      *string
+	Assignee                    *string
+	Parent                      *string // a key; "" detaches
+	AddTags, RemoveTags         []string
+	AddWatchers, RemoveWatchers []string
+	// AddEdges and RemoveEdges are authored edges (relates_to, duplicates,
+	// depends_on) to other items by key; the other item's mirror is written
+	// by a step of its own.
+	AddEdges, RemoveEdges []Edge
 }
 
 // ListFilter narrows list_work_items. Cursor is the opaque token a previous
@@ -76,6 +119,8 @@ type ListFilter struct {
 	Project  string
 	Status   string
 	Assignee string
+	Tag      string
+	Parent   string // a key
 	Limit    int
 	Cursor   string
 }
@@ -86,11 +131,8 @@ type ProjectWrite struct {
 	Project *Project `json:"project,omitempty"`
 }
 
-// ItemWrite answers create_work_item and update_work_item.
-type ItemWrite struct {
-	engine.WriteResult
-	Item *WorkItem `json:"item,omitempty"`
-}
+// ItemWrite answers create_work_item, update_work_item and every gesture.
+type ItemWrite = GestureWrite
 
 // ProjectList answers list_projects.
 type ProjectList struct {
@@ -101,7 +143,52 @@ type ProjectList struct {
 // ItemRead answers get_work_item.
 type ItemRead struct {
 	engine.ReadInfo
-	Item WorkItem `json:"item"`
+	Item     WorkItem  `json:"item"`
+	Comments []Comment `json:"comments"`
+}
+
+// Step is one record of a gesture: the task it writes, its own op id and
+// how it ended. Outcome "" is a step the walk never reached.
+type Step struct {
+	Action   string         `json:"action"`
+	Task     string         `json:"task"`
+	OpID     string         `json:"op_id"`
+	Outcome  engine.Outcome `json:"outcome"`
+	Position string         `json:"position,omitempty"`
+}
+
+// GestureWrite answers a write made of several records in order (a move,
+// a merge, an update with dependencies, a trash or restore). Outcome is
+// applied when every step is; unknown when a step was, which ended the
+// walk: retry with the same op_id to finish it.
+type GestureWrite struct {
+	engine.WriteResult
+	Item  *WorkItem `json:"item,omitempty"`
+	Steps []Step    `json:"steps,omitempty"`
+	// OneSided names items whose mirror edge could not be vouched for:
+	// the authored edge landed, its mirror's outcome is unknown.
+	OneSided []string `json:"one_sided,omitempty"`
+}
+
+// SearchHit is one search result.
+type SearchHit struct {
+	Key     string  `json:"key"`
+	Title   string  `json:"title"`
+	Status  string  `json:"status"`
+	Snippet string  `json:"snippet"`
+	Score   float64 `json:"score"`
+}
+
+// SearchResult answers search_work_items.
+type SearchResult struct {
+	engine.ReadInfo
+	Hits []SearchHit `json:"hits"`
+}
+
+// PurgeResult answers purge_work_item.
+type PurgeResult struct {
+	engine.WriteResult
+	Key string `json:"key"`
 }
 
 // ItemList answers list_work_items.

@@ -1,0 +1,158 @@
+package rest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// The read paths against the bare loops, in one run:
+//
+//	go test -run '^$' -bench . -benchtime 3000x ./engine/rest/
+//
+// Each reports p50 in µs; divide by BenchmarkBarePointSelect's and
+// BenchmarkBareBarrierLoop's p50 of the same run for the ratios.
+
+// BenchmarkBarePointSelect: one point select by primary key.
+func BenchmarkBarePointSelect(b *testing.B) {
+	db := enginetest.BareDB(b)
+	enginetest.Timed(b, func(i int) {
+		var a string
+		if err := db.QueryRow(`SELECT a FROM t WHERE id = ?`, i%10000).Scan(&a); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkBareBarrierLoop: publish a barrier (sync always), wait for a
+// pull consumer to commit its checkpoint in SQLite, point select: what a
+// linearizable read cannot do with less.
+func BenchmarkBareBarrierLoop(b *testing.B) { enginetest.BareBarrierLoop(b) }
+
+type benchRig struct {
+	n   *node.Node
+	srv *httptest.Server
+	pos *engine.Position
+	cl  *http.Client
+}
+
+func newBenchRig(b *testing.B) *benchRig {
+	n := enginetest.OpenNode(b, node.Config{})
+	ctx := context.Background()
+	svc := n.Tracker()
+	if _, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
+		b.Fatal(err)
+	}
+	w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := engine.ParsePosition(w.Position)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(rest.Handler(rest.Config{Tracker: svc}))
+	b.Cleanup(srv.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 128}
+	return &benchRig{n: n, srv: srv, pos: &p, cl: &http.Client{Transport: tr}}
+}
+
+func (r *benchRig) get(b *testing.B, path string) {
+	resp, err := r.cl.Get(r.srv.URL + path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+}
+
+// BenchmarkStaleReadEngine: get_work_item at stale, at the engine
+// (the page's goal: p50 at most 50 µs).
+func BenchmarkStaleReadEngine(b *testing.B) {
+	r := newBenchRig(b)
+	ctx := context.Background()
+	enginetest.Timed(b, func(int) {
+		if _, err := r.n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Stale}, "ENG-1"); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkSessionReadEngine: get_work_item at session with a position
+// this node has reached.
+func BenchmarkSessionReadEngine(b *testing.B) {
+	r := newBenchRig(b)
+	ctx := context.Background()
+	enginetest.Timed(b, func(int) {
+		if _, err := r.n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Session, MinPosition: r.pos}, "ENG-1"); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkStaleReadREST: GET /api/v1/work-items/ENG-1 (stale by default)
+// over loopback HTTP.
+func BenchmarkStaleReadREST(b *testing.B) {
+	r := newBenchRig(b)
+	enginetest.Timed(b, func(int) { r.get(b, "/api/v1/work-items/ENG-1") })
+}
+
+// BenchmarkSessionReadREST: the same at session beside a reached
+// min_position.
+func BenchmarkSessionReadREST(b *testing.B) {
+	r := newBenchRig(b)
+	path := "/api/v1/work-items/ENG-1?read_level=session&min_position=" + r.pos.Token()
+	enginetest.Timed(b, func(int) { r.get(b, path) })
+}
+
+// BenchmarkLinearizableREST: GET …?read_level=linearizable, p50 and
+// reads/s at concurrency 1 and 64 (barriers coalesced).
+func BenchmarkLinearizableREST(b *testing.B) {
+	for _, conc := range []int{1, 64} {
+		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
+			r := newBenchRig(b)
+			path := "/api/v1/work-items/ENG-1?read_level=linearizable"
+			before := r.n.Tracker().Replica().BarrierAppends()
+			per := (b.N + conc - 1) / conc
+			lats := make([]enginetest.Latencies, conc)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			t0 := time.Now()
+			for w := 0; w < conc; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						s := time.Now()
+						r.get(b, path)
+						lats[w] = append(lats[w], time.Since(s))
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(t0)
+			b.StopTimer()
+			var all enginetest.Latencies
+			for _, l := range lats {
+				all = append(all, l...)
+			}
+			all.Report(b)
+			b.ReportMetric(float64(per*conc)/el.Seconds(), "reads/s")
+			b.ReportMetric(float64(r.n.Tracker().Replica().BarrierAppends()-before)/float64(per*conc), "barriers/read")
+		})
+	}
+}

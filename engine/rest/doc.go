@@ -1,0 +1,8 @@
+// Package rest is the REST read path, /api/v1/…: the routes the dashboard
+// and scripts read from, answering the same JSON as the tools. A read here
+// is stale by default and settable through the read grammar (read_level,
+// min_position, max_lag_seq, max_lag_seconds); every other query key is
+// the route's own and parsed as strictly. Refusals are the engine's codes
+// as JSON with the code table's HTTP status. Authentication and origin
+// checks are the mounting surface's (mcp.Guard), not this package's.
+package rest

@@ -1,0 +1,579 @@
+package rest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// rig is a real node (embedded broker, SQLite file) behind the read path
+// on a loopback HTTP server.
+type rig struct {
+	t   *testing.T
+	n   *node.Node
+	srv *httptest.Server
+}
+
+func newRig(t *testing.T, cfg node.Config) *rig {
+	t.Helper()
+	if cfg.ReadBudget == 0 {
+		cfg.ReadBudget = 300 * time.Millisecond
+	}
+	n := enginetest.OpenNode(t, cfg)
+	srv := httptest.NewServer(rest.Handler(rest.Config{Tracker: n.Tracker(), Logger: enginetest.Logger()}))
+	t.Cleanup(srv.Close)
+	return &rig{t: t, n: n, srv: srv}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r *rig) get(path string, q ...string) answer {
+	r.t.Helper()
+	u := r.srv.URL + path
+	if len(q) > 0 {
+		u += "?" + strings.Join(q, "&")
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	if err := json.Unmarshal(raw, &a.body); err != nil {
+		r.t.Fatalf("GET %s: body is not a JSON object: %q", u, raw)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		r.t.Fatalf("GET %s: content type %q", u, ct)
+	}
+	return a
+}
+
+// served asserts a 200 at level.
+func (a answer) served(t *testing.T, level engine.ReadLevel) answer {
+	t.Helper()
+	if a.status != http.StatusOK || a.body["level"] != string(level) {
+		t.Fatalf("want served at %s, got %d %s", level, a.status, a.raw)
+	}
+	if _, ok := a.body["complete"]; !ok {
+		t.Fatalf("answer carries no complete: %s", a.raw)
+	}
+	return a
+}
+
+// refused asserts the code, its table status, a sentence, no rows and no
+// level (nothing was served at a weaker level), and a hint exactly where
+// the code is worth coming back for.
+func (a answer) refused(t *testing.T, code engine.Code) answer {
+	t.Helper()
+	if a.body["refused"] != string(code) || a.status != engine.HTTPStatus(code) {
+		t.Fatalf("want %s (%d), got %d %s", code, engine.HTTPStatus(code), a.status, a.raw)
+	}
+	if msg, _ := a.body["message"].(string); len(msg) < 20 {
+		t.Fatalf("no sentence: %s", a.raw)
+	}
+	for _, k := range []string{"level", "items", "item", "projects", "seen_through"} {
+		if _, ok := a.body[k]; ok {
+			t.Fatalf("refusal carries %q: %s", k, a.raw)
+		}
+	}
+	hint, has := a.body["retry_after_seconds"].(float64)
+	if engine.Codes[code].Retryable != (has && hint > 0) {
+		t.Fatalf("%s hint %v: %s", code, a.body["retry_after_seconds"], a.raw)
+	}
+	if has && a.header.Get("Retry-After") == "" {
+		t.Fatalf("no Retry-After header: %s", a.raw)
+	}
+	return a
+}
+
+func (a answer) key(t *testing.T, key string) answer {
+	t.Helper()
+	if a.body["key"] != key {
+		t.Fatalf("refusal names key %v, want %s: %s", a.body["key"], key, a.raw)
+	}
+	return a
+}
+
+func (a answer) hint() float64 { h, _ := a.body["retry_after_seconds"].(float64); return h }
+
+func seen(t *testing.T, a answer) uint64 {
+	t.Helper()
+	st, ok := a.body["seen_through"].(map[string]any)
+	if !ok || st["stream"] != engine.StreamTracker || st["generation"] != 1.0 {
+		t.Fatalf("seen_through: %s", a.raw)
+	}
+	return uint64(st["seq"].(float64))
+}
+
+func seed(t *testing.T, n *node.Node) (tracker.ItemWrite, tracker.ItemWrite) {
+	t.Helper()
+	ctx := context.Background()
+	svc := n.Tracker()
+	if pw, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
+		t.Fatal(pw, err)
+	}
+	one, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "first"})
+	if err != nil || one.Outcome != engine.Applied {
+		t.Fatal(one, err)
+	}
+	two, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "second", Status: tracker.StatusDone})
+	if err != nil || two.Outcome != engine.Applied {
+		t.Fatal(two, err)
+	}
+	return one, two
+}
+
+func lastSeq(t *testing.T, n *node.Node) uint64 {
+	t.Helper()
+	info, err := n.Log(engine.DomainTracker).Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.LastSeq
+}
+
+func q(k, v string) string { return k + "=" + url.QueryEscape(v) }
+
+// TestReadGrammar: every rule of the REST read grammar, over HTTP, on a
+// real node.
+func TestReadGrammar(t *testing.T) {
+	r := newRig(t, node.Config{})
+	one, _ := seed(t, r.n)
+
+	// stale by default, lag reported; the same JSON as get_work_item.
+	a := r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
+	if it := a.body["item"].(map[string]any); it["key"] != "ENG-1" || it["title"] != "first" || it["version"] == nil {
+		t.Fatalf("item: %s", a.raw)
+	}
+	if lag, ok := a.body["lag"].(map[string]any); !ok || lag["seq"] != 0.0 {
+		t.Fatalf("lag: %s", a.raw)
+	}
+	var viaService tracker.ItemRead
+	if err := json.Unmarshal([]byte(a.raw), &viaService); err != nil || viaService.Item.ID != one.Item.ID {
+		t.Fatalf("answer does not decode as the tool's answer: %v", err)
+	}
+	r.get("/api/v1/projects").served(t, engine.Stale)
+	r.get("/api/v1/work-items", q("project", "ENG")).served(t, engine.Stale)
+
+	// Each level is served as asked, and says so.
+	for _, l := range []engine.ReadLevel{engine.Linearizable, engine.Stale, engine.ConsistentPrefix} {
+		a := r.get("/api/v1/work-items", q("project", "ENG"), q("read_level", string(l))).served(t, l)
+		if _, hasLag := a.body["lag"]; hasLag == (l == engine.ConsistentPrefix) {
+			t.Fatalf("%s: lag presence wrong: %s", l, a.raw)
+		}
+	}
+	before := r.n.Tracker().Replica().BarrierAppends()
+	r.get("/api/v1/projects", q("read_level", "linearizable")).served(t, engine.Linearizable)
+	if r.n.Tracker().Replica().BarrierAppends() == before {
+		t.Fatal("a linearizable read appended no barrier")
+	}
+
+	// session only beside min_position, refused otherwise naming the key
+	// and the two honest asks.
+	a = r.get("/api/v1/projects", q("read_level", "session")).refused(t, engine.CodeInvalidArgument).key(t, "min_position")
+	if msg := a.body["message"].(string); !strings.Contains(msg, "linearizable") || !strings.Contains(msg, "stale with max_lag_seq") {
+		t.Fatalf("session refusal names no alternatives: %s", msg)
+	}
+	a = r.get("/api/v1/work-items/ENG-1", q("read_level", "session"), q("min_position", one.Position)).served(t, engine.Session)
+	if want, _ := engine.ParsePosition(one.Position); seen(t, a) < want.Seq {
+		t.Fatalf("session served from before min_position: %s", a.raw)
+	}
+
+	// max_lag_* refused at every level but stale; a zero bound is no bound.
+	r.get("/api/v1/projects", q("read_level", "linearizable"), q("max_lag_seq", "250")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seq")
+	r.get("/api/v1/projects", q("read_level", "consistent_prefix"), q("max_lag_seconds", "2")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seconds")
+	r.get("/api/v1/projects", q("read_level", "session"), q("min_position", one.Position), q("max_lag_seq", "3")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seq")
+	r.get("/api/v1/projects", q("max_lag_seq", "250"), q("max_lag_seconds", "1.5")).served(t, engine.Stale)
+	r.get("/api/v1/projects", q("read_level", "linearizable"), q("max_lag_seq", "0")).served(t, engine.Linearizable)
+	r.get("/api/v1/projects", q("read_level", "consistent_prefix"), q("max_lag_seconds", "0")).served(t, engine.ConsistentPrefix)
+
+	// min_position is honoured at every level; another domain's log is
+	// wrong_stream at every level.
+	for _, l := range []string{"linearizable", "session", "stale", "consistent_prefix"} {
+		r.get("/api/v1/work-items/ENG-1", q("read_level", l), q("min_position", one.Position)).served(t, engine.ReadLevel(l))
+		r.get("/api/v1/work-items/ENG-1", q("read_level", l), q("min_position", engine.StreamPages+"@1:1")).refused(t, engine.CodeWrongStream)
+	}
+	r.get("/api/v1/projects", q("min_position", engine.StreamTracker+"@7:1")).refused(t, engine.CodeWrongStream)
+
+	// A position not reached within the read budget is behind, with a
+	// hint, at stale and consistent_prefix alike.
+	far := engine.StreamTracker + "@1:100000"
+	for _, l := range []string{"stale", "consistent_prefix", "session"} {
+		a := r.get("/api/v1/projects", q("read_level", l), q("min_position", far)).refused(t, engine.CodeBehind)
+		if p, _ := a.body["position"].(map[string]any); p["seq"] != 100000.0 {
+			t.Fatalf("behind names no position: %s", a.raw)
+		}
+	}
+
+	// Strict parsing.
+	for _, bad := range []string{"CREWLET_TRACKER_LOG@1:01", "CREWLET_TRACKER_LOG@0:1", "crewlet_tracker_log@1:1", "CREWLET_TRACKER_LOG:1",
+		" CREWLET_TRACKER_LOG@1:1", "CREWLET_TRACKER_LOG@1:-1", "CREWLET_TRACKER_LOG@1:1x", "@1:1", "CREWLET_TRACKER_LOG@1:"} {
+		r.get("/api/v1/projects", q("min_position", bad)).refused(t, engine.CodeInvalidArgument).key(t, "min_position")
+	}
+	for _, bad := range []string{"-1", "1.5", "abc", "01", "+3", "99999999999999999999"} {
+		r.get("/api/v1/projects", q("max_lag_seq", bad)).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seq")
+	}
+	for _, bad := range []string{"-1", "NaN", "Inf", "1e3", ".5", "1.", "01"} {
+		r.get("/api/v1/projects", q("max_lag_seconds", bad)).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seconds")
+	}
+	r.get("/api/v1/projects", q("read_level", "fresh")).refused(t, engine.CodeInvalidArgument).key(t, "read_level")
+	r.get("/api/v1/projects", q("read_level", "LINEARIZABLE")).refused(t, engine.CodeInvalidArgument)
+	r.get("/api/v1/projects", q("level", "stale")).refused(t, engine.CodeInvalidArgument).key(t, "level")
+	r.get("/api/v1/projects", "read_level=stale", "read_level=linearizable").refused(t, engine.CodeInvalidArgument).key(t, "read_level")
+	r.get("/api/v1/projects", "read_level=").refused(t, engine.CodeInvalidArgument).key(t, "read_level")
+	r.get("/api/v1/projects", "%zz").refused(t, engine.CodeInvalidArgument)
+
+	// The route's own keys.
+	a = r.get("/api/v1/work-items", q("project", "ENG"), q("limit", "1")).served(t, engine.Stale)
+	cur, _ := a.body["next_cursor"].(string)
+	if items := a.body["items"].([]any); len(items) != 1 || cur == "" {
+		t.Fatalf("page one: %s", a.raw)
+	}
+	a = r.get("/api/v1/work-items", q("project", "ENG"), q("limit", "1"), q("cursor", cur)).served(t, engine.Stale)
+	if items := a.body["items"].([]any); len(items) != 1 || items[0].(map[string]any)["key"] != "ENG-2" {
+		t.Fatalf("page two: %s", a.raw)
+	}
+	a = r.get("/api/v1/work-items", q("project", "ENG"), q("status", "done")).served(t, engine.Stale)
+	if items := a.body["items"].([]any); len(items) != 1 {
+		t.Fatalf("status filter: %s", a.raw)
+	}
+	r.get("/api/v1/work-items", q("project", "ENG"), q("assignee", "nobody")).served(t, engine.Stale)
+	r.get("/api/v1/work-items", q("limit", "0")).refused(t, engine.CodeInvalidArgument).key(t, "limit")
+	r.get("/api/v1/work-items", q("limit", "201")).refused(t, engine.CodeInvalidArgument).key(t, "limit")
+	r.get("/api/v1/work-items", q("status", "finished")).refused(t, engine.CodeInvalidArgument)
+	r.get("/api/v1/work-items", q("project", "eng")).refused(t, engine.CodeInvalidArgument)
+	r.get("/api/v1/work-items", q("cursor", "nonsense")).refused(t, engine.CodeInvalidArgument)
+	r.get("/api/v1/projects", q("project", "ENG")).refused(t, engine.CodeInvalidArgument).key(t, "project")
+	r.get("/api/v1/work-items/ENG-99").refused(t, engine.CodeNotFound)
+	r.get("/api/v1/work-items/eng-1").refused(t, engine.CodeInvalidArgument)
+	r.get("/api/v1/nothing-here").refused(t, engine.CodeNotFound)
+
+	resp, err := http.Post(r.srv.URL+"/api/v1/projects", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("POST answered %d", resp.StatusCode)
+	}
+}
+
+// TestBrokerUnreachable: with the broker stopped, a linearizable read is
+// refused broker_unreachable with a hint, and stale still answers.
+func TestBrokerUnreachable(t *testing.T) {
+	r := newRig(t, node.Config{PublishTimeout: 300 * time.Millisecond})
+	seed(t, r.n)
+	r.n.Broker().Server.Shutdown()
+	r.n.Broker().Server.WaitForShutdown()
+	a := r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeBrokerUnreachable)
+	if a.hint() <= 0 {
+		t.Fatalf("no hint: %s", a.raw)
+	}
+	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
+	r.get("/api/v1/work-items", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
+
+	// A replication answer cannot measure its lag without the broker: it
+	// weakens to consistent_prefix and says so.
+	pctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	st := r.n.Tracker().Replica().Replication(pctx)
+	if st.Level != engine.ConsistentPrefix || st.Lag != nil || !strings.Contains(st.Note, "unmeasurable") || st.LogEnd != nil {
+		t.Fatalf("replication answer without a broker: %+v", st)
+	}
+}
+
+// TestReplicationAnswer: with the broker up, a replication answer is
+// stale, with the lag measured against the log's end just asked.
+func TestReplicationAnswer(t *testing.T) {
+	r := newRig(t, node.Config{})
+	seed(t, r.n)
+	st := r.n.Tracker().Replica().Replication(context.Background())
+	if st.Level != engine.Stale || st.Lag == nil || st.Lag.Seq != 0 || st.LogEnd == nil || st.LogEnd.Seq != lastSeq(t, r.n) || !st.Complete {
+		t.Fatalf("replication answer: %+v", st)
+	}
+}
+
+// TestStalled: an applier halted by an injected fault refuses stalled at
+// every level that claims an age, and consistent_prefix is still
+// answered; a position past the frozen prefix is stalled, not behind.
+func TestStalled(t *testing.T) {
+	var failing atomic.Bool
+	hooks := node.Hooks{BeforeApplyCommit: func(engine.Domain, uint64) error {
+		if failing.Load() {
+			return errors.New("injected: disk on fire")
+		}
+		return nil
+	}}
+	r := newRig(t, node.Config{Hooks: hooks, ApplyRetryBudget: 100 * time.Millisecond, WriteWait: 100 * time.Millisecond})
+	seed(t, r.n)
+	failing.Store(true)
+	t.Cleanup(func() { failing.Store(false) })
+	w, err := r.n.Tracker().UpdateWorkItem(context.Background(), engine.WriteOptions{}, "ENG-1", 0, tracker.ItemPatch{Title: ptr("frozen out")})
+	if err != nil || w.Outcome != engine.Pending {
+		t.Fatalf("write during the fault: %+v %v", w, err)
+	}
+	enginetest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if a := r.get("/api/v1/work-items/ENG-1"); a.body["refused"] != "stalled" {
+			return fmt.Errorf("stale read answered %s", a.raw)
+		}
+		return nil
+	})
+	for _, l := range []string{"linearizable", "stale"} {
+		a := r.get("/api/v1/work-items/ENG-1", q("read_level", l)).refused(t, engine.CodeStalled)
+		if !strings.Contains(a.body["message"].(string), "disk on fire") || a.body["error"] == nil {
+			t.Fatalf("stalled names no error: %s", a.raw)
+		}
+	}
+	r.get("/api/v1/work-items/ENG-1", q("read_level", "session"), q("min_position", w.Position)).refused(t, engine.CodeStalled)
+	a := r.get("/api/v1/work-items/ENG-1", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
+	if a.body["item"].(map[string]any)["title"] != "first" {
+		t.Fatalf("the frozen prefix: %s", a.raw)
+	}
+	r.get("/api/v1/work-items/ENG-1", q("read_level", "consistent_prefix"), q("min_position", w.Position)).refused(t, engine.CodeStalled)
+}
+
+// TestLogFull: a byte ceiling small enough to fill. Ordinary writes are
+// refused log_full a sixteenth short of the broker's ceiling, before
+// anything is published; linearizable reads refuse log_full (no barrier
+// can be written) and stale still answers. The sixteenth is left for gate
+// records: the broker still takes one.
+func TestLogFull(t *testing.T) {
+	const ceiling = 16 << 10
+	r := newRig(t, node.Config{Stream: node.StreamConfig{TrackerLogMaxBytes: ceiling}})
+	seed(t, r.n)
+	ctx := context.Background()
+	var refused error
+	for i := 0; i < 200 && refused == nil; i++ {
+		_, refused = r.n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("filler %d %s", i, strings.Repeat("x", 200))})
+	}
+	if engine.CodeOf(refused) != engine.CodeLogFull {
+		t.Fatalf("filling the log ended with %v", refused)
+	}
+	info, err := r.n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := statelog.OrdinaryCeiling(engine.DomainTracker, ceiling); info.Bytes > uint64(limit) {
+		t.Fatalf("ordinary appends took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
+	}
+	// Refused before publishing: the log does not move.
+	_, err = r.n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "one more " + strings.Repeat("x", 200)})
+	if engine.CodeOf(err) != engine.CodeLogFull {
+		t.Fatalf("write on a full log: %v", err)
+	}
+	if after := lastSeq(t, r.n); after != info.LastSeq {
+		t.Fatalf("a refused write published: %d -> %d", info.LastSeq, after)
+	}
+	// Barriers are ordinary appends too: the space a write no longer fits
+	// in takes a few more of them, then none.
+	var a answer
+	for i := 0; i < 100; i++ {
+		if a = r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")); a.status != http.StatusOK {
+			break
+		}
+	}
+	a.refused(t, engine.CodeLogFull)
+	info, _ = r.n.Log(engine.DomainTracker).Info(ctx)
+	if limit := statelog.OrdinaryCeiling(engine.DomainTracker, ceiling); info.Bytes > uint64(limit) {
+		t.Fatalf("barriers took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
+	}
+	before := r.n.Tracker().Replica().BarrierAppends()
+	a = r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeLogFull)
+	if !strings.Contains(a.body["message"].(string), "set-capacity") {
+		t.Fatalf("log_full says nothing to do: %s", a.raw)
+	}
+	if r.n.Tracker().Replica().BarrierAppends() != before || lastSeq(t, r.n) != info.LastSeq {
+		t.Fatal("a barrier was appended on a full log")
+	}
+	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
+	r.get("/api/v1/work-items", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
+	// The reserve is real: a gate-sized record still fits under the
+	// broker's own ceiling.
+	gate, _ := record.Encode(&record.Record{Kind: "gate.evict", Version: 1, Writer: "n2", Generation: 1, Subject: "crewlet.tracker.gate.n3"})
+	if _, err := r.n.Log(engine.DomainTracker).Publish(ctx, "crewlet.tracker.gate.n3", gate, "", nil); err != nil {
+		t.Fatalf("the gate reserve took no record: %v", err)
+	}
+}
+
+// TestCapacityWindows: a node in maintenance or seal publishes nothing:
+// linearizable reads and writes refuse maintenance, every other level is
+// answered.
+func TestCapacityWindows(t *testing.T) {
+	dir := t.TempDir()
+	n := enginetest.OpenNode(t, node.Config{DataDir: dir})
+	one, _ := seed(t, n)
+	n.Close()
+	for _, mode := range []string{node.ModeMaintenance, node.ModeSeal} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRig(t, node.Config{DataDir: dir, Mode: mode})
+			end := lastSeq(t, r.n)
+			r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeMaintenance)
+			r.get("/api/v1/projects", q("read_level", "linearizable")).refused(t, engine.CodeMaintenance)
+			r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
+			r.get("/api/v1/work-items", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
+			r.get("/api/v1/work-items/ENG-1", q("read_level", "session"), q("min_position", one.Position)).served(t, engine.Session)
+			_, err := r.n.Tracker().CreateWorkItem(context.Background(), engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "in a window"})
+			if engine.CodeOf(err) != engine.CodeMaintenance {
+				t.Fatalf("write in %s: %v", mode, err)
+			}
+			if after := lastSeq(t, r.n); after != end {
+				t.Fatalf("%s published: %d -> %d", mode, end, after)
+			}
+			r.n.Close()
+		})
+	}
+}
+
+// TestBehindAndTooStale: a node held behind (its applier blocked mid-batch
+// by a real wait) refuses behind with a hint derived from its drain, at
+// every level that must reach a position; a tight max_lag_seq is
+// too_stale; a loose one is answered with the lag.
+func TestBehindAndTooStale(t *testing.T) {
+	var hold atomic.Bool
+	release := make(chan struct{})
+	hooks := node.Hooks{BeforeApplyCommit: func(engine.Domain, uint64) error {
+		if hold.Load() {
+			<-release
+		}
+		return nil
+	}}
+	r := newRig(t, node.Config{Hooks: hooks, WriteWait: 100 * time.Millisecond})
+	var released atomic.Bool
+	free := func() {
+		if released.CompareAndSwap(false, true) {
+			hold.Store(false)
+			close(release)
+		}
+	}
+	t.Cleanup(free)
+	seed(t, r.n)
+	ctx := context.Background()
+	hold.Store(true)
+	w, err := r.n.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, "ENG-1", 0, tracker.ItemPatch{Title: ptr("held")})
+	if err != nil || w.Outcome != engine.Pending {
+		t.Fatalf("write while held: %+v %v", w, err)
+	}
+	for _, l := range []string{"session", "stale", "consistent_prefix"} {
+		a := r.get("/api/v1/work-items/ENG-1", q("read_level", l), q("min_position", w.Position)).refused(t, engine.CodeBehind)
+		if a.hint() <= 0 || a.body["position"].(map[string]any)["seq"] == nil {
+			t.Fatalf("%s behind: %s", l, a.raw)
+		}
+	}
+	// Ten more records land on the log from another writer.
+	js := r.n.Broker().JS
+	for i := 0; i < 10; i++ {
+		data, _ := record.Encode(&record.Record{Kind: record.KindBarrier, Version: 1, Writer: "n2", Generation: 1, Subject: statelog.BarrierSubject(engine.DomainTracker)})
+		if _, err := js.Publish(ctx, statelog.BarrierSubject(engine.DomainTracker), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A linearizable read appends a barrier past them, so it is behind
+	// too, and this node learns where the log ends.
+	r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeBehind)
+	a := r.get("/api/v1/work-items/ENG-1", q("max_lag_seq", "5")).refused(t, engine.CodeTooStale)
+	if lag := a.body["lag"].(map[string]any); lag["seq"].(float64) < 12 || a.hint() <= 0 {
+		t.Fatalf("too_stale: %s", a.raw)
+	}
+	a = r.get("/api/v1/work-items/ENG-1", q("max_lag_seq", "1000")).served(t, engine.Stale)
+	if lag := a.body["lag"].(map[string]any); lag["seq"].(float64) < 12 || a.body["item"].(map[string]any)["title"] != "first" {
+		t.Fatalf("a loose bound: %s", a.raw)
+	}
+	free()
+	a = r.get("/api/v1/work-items/ENG-1", q("read_level", "session"), q("min_position", w.Position)).served(t, engine.Session)
+	if a.body["item"].(map[string]any)["title"] != "held" {
+		t.Fatalf("after release: %s", a.raw)
+	}
+}
+
+// TestIncompleteAndDeferred: a record this build cannot decode (format
+// version 2, published straight onto the stream) is retained: set answers
+// say complete false with the block, a get of an object its scope meets
+// refuses deferred, others answer; a record whose scope cannot be read
+// refuses every read deferred_scope_unknown.
+func TestIncompleteAndDeferred(t *testing.T) {
+	r := newRig(t, node.Config{})
+	one, _ := seed(t, r.n)
+	ctx := context.Background()
+	js := r.n.Broker().JS
+	publish := func(subject string, body map[string]any) uint64 {
+		t.Helper()
+		data, _ := json.Marshal(body)
+		ack, err := js.Publish(ctx, subject, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.n.Tracker().Replica().WaitApplied(ctx, ack.Sequence); err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	itemScope := "item:" + one.Item.ID
+	subject := "crewlet.tracker.item." + one.Item.ID
+	first := publish(subject, map[string]any{"kind": "tracker.update_work_item", "v": 2, "writer": "n9", "gen": 1, "subject": subject,
+		"scope": []string{itemScope}, "payload": map[string]any{"id": one.Item.ID, "priority": "high"}})
+
+	a := r.get("/api/v1/work-items", q("project", "ENG")).served(t, engine.Stale)
+	if a.body["complete"] != false {
+		t.Fatalf("complete: %s", a.raw)
+	}
+	inc := a.body["incomplete"].(map[string]any)
+	from := inc["from"].(map[string]any)
+	if inc["records"] != 1.0 || from["seq"] != float64(first) || from["stream"] != engine.StreamTracker || inc["direction"] != "unknown" ||
+		fmt.Sprint(inc["scope"]) != fmt.Sprint([]any{itemScope}) {
+		t.Fatalf("incomplete block: %s", a.raw)
+	}
+	if len(a.body["items"].([]any)) != 2 {
+		t.Fatalf("rows: %s", a.raw)
+	}
+	r.get("/api/v1/projects", q("read_level", "linearizable")).served(t, engine.Linearizable)
+	a = r.get("/api/v1/work-items/ENG-1").refused(t, engine.CodeDeferred)
+	if !strings.Contains(a.body["message"].(string), itemScope) || a.body["position"].(map[string]any)["seq"] != float64(first) {
+		t.Fatalf("deferred: %s", a.raw)
+	}
+	r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeDeferred)
+	if a := r.get("/api/v1/work-items/ENG-2").served(t, engine.Stale); a.body["complete"] != true {
+		t.Fatalf("an object the record does not cover: %s", a.raw)
+	}
+	r.get("/api/v1/work-items/ENG-3").refused(t, engine.CodeNotFound)
+
+	// A create this build cannot read covers its project's numbering.
+	psub := "crewlet.tracker.project.ENG"
+	publish(psub, map[string]any{"kind": "tracker.create_work_item", "v": 2, "writer": "n9", "gen": 1, "subject": psub,
+		"scope": []string{"project:ENG", "item:wi_new"}, "payload": map[string]any{}})
+	r.get("/api/v1/work-items/ENG-3").refused(t, engine.CodeDeferred)
+	a = r.get("/api/v1/work-items").served(t, engine.Stale)
+	if inc := a.body["incomplete"].(map[string]any); inc["records"] != 2.0 || inc["from"].(map[string]any)["seq"] != float64(first) {
+		t.Fatalf("two retained: %s", a.raw)
+	}
+
+	// A record whose scope cannot be read blocks the whole domain.
+	publish(subject, map[string]any{"kind": "tracker.something_new", "v": 2, "writer": "n9", "gen": 1, "subject": subject})
+	for _, path := range []string{"/api/v1/work-items", "/api/v1/work-items/ENG-2", "/api/v1/projects"} {
+		r.get(path).refused(t, engine.CodeDeferredScopeUnknown)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,113 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+)
+
+// MaxTxRows bounds the rows one apply transaction writes: a bulk update
+// commits in transactions of at most this many rows (a record is never
+// split), so another domain's applier waits behind at most one of them.
+const MaxTxRows = 4000
+
+// DerivedDomain is a Domain with computed columns: values the apply
+// maintains from the history the rows hold (the tracker's reopens, a
+// project's active count, updated_at, hand-off counts). RulesVersion names
+// the rules that compute them; when the version stored with the rows
+// differs, the next boot calls Rederive once, before anything new is
+// applied, in the transaction that stores the new version.
+type DerivedDomain interface {
+	Domain
+	RulesVersion() int
+	// Rederive recomputes every computed column from the rows and says how
+	// many rows it wrote.
+	Rederive(ctx context.Context, tx *sql.Tx) (rows int64, err error)
+}
+
+const rulesSchema = `
+CREATE TABLE IF NOT EXISTS statelog_rules (
+	domain  TEXT PRIMARY KEY,
+	version INTEGER NOT NULL
+) WITHOUT ROWID;
+`
+
+// rederive recomputes the domain's computed columns when the rules the
+// rows were derived under are not this build's, logging statelog_rederived.
+func (r *Replica) rederive(ctx context.Context) error {
+	dd, ok := r.cfg.Domain.(DerivedDomain)
+	if !ok {
+		return nil
+	}
+	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, rulesSchema); err != nil {
+		return err
+	}
+	var from int
+	err = tx.QueryRowContext(ctx, `SELECT version FROM statelog_rules WHERE domain = ?`, string(r.domain)).Scan(&from)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	to := dd.RulesVersion()
+	if from == to {
+		return nil
+	}
+	rows, err := dd.Rederive(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_rules(domain, version) VALUES(?, ?)
+		ON CONFLICT(domain) DO UPDATE SET version = excluded.version`, string(r.domain), to); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	r.log.Info(engine.EvRederived, "from", from, "to", to, "rows", rows)
+	return nil
+}
+
+// ApplyStats is the longest apply transaction and the longest batch this
+// replica has observed since it opened (the retention answer publishes
+// them).
+type ApplyStats struct {
+	LongestTx        time.Duration `json:"longest_tx"`
+	LongestTxRecords int           `json:"longest_tx_records"`
+	LongestTxRows    int           `json:"longest_tx_rows"`
+	LongestBatch     int           `json:"longest_batch_records"`
+	LongestBatchRows int           `json:"longest_batch_rows"`
+}
+
+type applyStats struct {
+	mu sync.Mutex
+	s  ApplyStats
+}
+
+func (a *applyStats) observe(records, rows int, took time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if took > a.s.LongestTx {
+		a.s.LongestTx, a.s.LongestTxRecords, a.s.LongestTxRows = took, records, rows
+	}
+	if records > a.s.LongestBatch {
+		a.s.LongestBatch = records
+	}
+	if rows > a.s.LongestBatchRows {
+		a.s.LongestBatchRows = rows
+	}
+}
+
+// ApplyStats reads the longest transaction and batch observed.
+func (r *Replica) ApplyStats() ApplyStats {
+	r.stats.mu.Lock()
+	defer r.stats.mu.Unlock()
+	return r.stats.s
+}

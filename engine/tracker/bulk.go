@@ -1,0 +1,116 @@
+package tracker
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"sync"
+)
+
+// MaxRowsPerStatement caps a multi-row insert whatever the bind-parameter
+// limit allows: past it a statement's parse and plan cost grows for no
+// gain, and the driver accepts more parameters than SQLite's own default
+// ceiling, so this is what binds in practice.
+const MaxRowsPerStatement = 1000
+
+// maxProbe is SQLite's default SQLITE_MAX_VARIABLE_NUMBER (3.32 on).
+const maxProbe = 32766
+
+var (
+	probeOnce  sync.Once
+	bindLimit  = 999 // the pre-3.32 ceiling, until probed
+	probeError error
+)
+
+// BindLimit probes, once per process, how many bind parameters one
+// statement may carry on this driver, halving from SQLite's default
+// ceiling until a statement of that many parameters prepares.
+func BindLimit(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) int {
+	probeOnce.Do(func() {
+		for n := maxProbe; n >= 999; n /= 2 {
+			args := make([]any, n)
+			for i := range args {
+				args[i] = 1
+			}
+			var one int
+			err := q.QueryRowContext(ctx, "SELECT 1 WHERE 1 IN ("+placeholders(n)+")", args...).Scan(&one)
+			if err == nil {
+				bindLimit = n
+				return
+			}
+			probeError = err
+		}
+	})
+	return bindLimit
+}
+
+func placeholders(n int) string {
+	var b strings.Builder
+	b.Grow(2 * n)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+	}
+	return b.String()
+}
+
+// rowBuffer collects the rows of one child table and writes them as
+// multi-row inserts, each at most MaxRowsPerStatement rows and within the
+// probed bind-parameter limit.
+type rowBuffer struct {
+	head string // INSERT INTO t(a,b,c) VALUES
+	tail string // ON CONFLICT ... (may be empty)
+	cols int
+	args []any
+}
+
+func newRowBuffer(table string, cols []string, tail string) *rowBuffer {
+	return &rowBuffer{head: "INSERT INTO " + table + "(" + strings.Join(cols, ",") + ") VALUES ", tail: tail, cols: len(cols)}
+}
+
+func (b *rowBuffer) add(vals ...any) { b.args = append(b.args, vals...) }
+
+func (b *rowBuffer) rows() int { return len(b.args) / b.cols }
+
+// flush writes the buffered rows and empties the buffer; it returns how
+// many rows it sent.
+func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx) (int, error) {
+	total := b.rows()
+	if total == 0 {
+		return 0, nil
+	}
+	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)/b.cols)
+	one := "(" + placeholders(b.cols) + ")"
+	var full string // the statement for a whole chunk, built once
+	for start := 0; start < total; start += per {
+		n := min(per, total-start)
+		var q string
+		if n == per && full != "" {
+			q = full
+		} else {
+			var sb strings.Builder
+			sb.WriteString(b.head)
+			for i := 0; i < n; i++ {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				sb.WriteString(one)
+			}
+			sb.WriteByte(' ')
+			sb.WriteString(b.tail)
+			q = sb.String()
+			if n == per {
+				full = q
+			}
+		}
+		if _, err := tx.ExecContext(ctx, q, b.args[start*b.cols:(start+n)*b.cols]...); err != nil {
+			return 0, err
+		}
+	}
+	b.args = b.args[:0]
+	return total, nil
+}

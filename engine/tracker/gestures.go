@@ -1,0 +1,674 @@
+package tracker
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// walk runs a gesture's steps in order. Each step is its own record under
+// an op id derived from the gesture's and the task the step writes; a step
+// answered unknown ends the walk, and the gesture answers unknown under
+// its own id, so a call that brings that id back answers every landed step
+// from the ledger and finishes the rest.
+type walk struct {
+	s     *Service
+	op    statelog.Op
+	out   ItemWrite
+	ended bool
+}
+
+func (s *Service) newWalk(op statelog.Op) *walk {
+	return &walk{s: s, op: op, out: ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String(), Outcome: engine.Applied}, Steps: []Step{}}}
+}
+
+// step writes one step; ok is false when the walk must end (the step is
+// unknown, or refused: err then says why).
+func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.Decide) (ok bool, err error) {
+	if w.ended {
+		return false, nil
+	}
+	if len(w.out.Steps) >= MaxGestureSteps {
+		return false, invalid("the gesture would take more than %d steps; split it.", MaxGestureSteps)
+	}
+	sid, err := ledger.Step(w.op.ID, verb, id)
+	if err != nil {
+		return false, err
+	}
+	// A step is vouched for exactly as its gesture is, under the same
+	// argument digest.
+	return w.record(ctx, statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched}, verb, task, decide)
+}
+
+// record writes one record under op (the gesture's own id for its first
+// step where that step is the whole write, a step id otherwise).
+func (w *walk) record(ctx context.Context, op statelog.Op, verb, task string, decide statelog.Decide) (bool, error) {
+	wr, err := w.s.replica.Write(ctx, op, decide)
+	st := Step{Action: verb, Task: task, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position}
+	if err != nil {
+		st.Outcome = ""
+		w.out.Steps = append(w.out.Steps, st)
+		w.ended = true
+		return false, err
+	}
+	w.out.Steps = append(w.out.Steps, st)
+	w.out.Position = wr.Position
+	switch wr.Outcome {
+	case engine.Unknown:
+		w.ended = true
+		w.out.Outcome = engine.Unknown
+		w.out.Position = ""
+		w.out.Message = fmt.Sprintf("Step %s of %s (op %s) is unknown, so the walk stopped there and nothing after it was written. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.",
+			verb, task, op.ID, w.op.ID)
+		return false, nil
+	case engine.Pending:
+		// The next step decides against this one's rows (its children, its
+		// new key): wait for them here rather than decide on a guess.
+		if err := w.s.replica.WaitApplied(ctx, wr.Seq); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// finish renders the gesture's answer with the item it is about.
+func (w *walk) finish(ctx context.Context, id string, err error) (ItemWrite, error) {
+	if err != nil {
+		return w.out, err
+	}
+	if w.out.Outcome == engine.Applied && id != "" {
+		if it, rerr := w.s.readItemByID(ctx, id); rerr == nil {
+			w.out.Item = &it
+		} else if !errors.Is(rerr, sql.ErrNoRows) {
+			return w.out, rerr
+		}
+	}
+	return w.out, nil
+}
+
+// lookup resolves a key at consistent_prefix after this node's own last
+// write (a gesture reads its own steps), returning the item's id.
+func (s *Service) lookup(ctx context.Context, key string) (string, error) {
+	var id string
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		id, err = s.resolve(ctx, tx, key)
+		return err
+	})
+	return id, err
+}
+
+func (s *Service) queryIDs(ctx context.Context, q string, args ...any) ([]string, error) {
+	var out []string
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = queryStrings(ctx, tx, q, args...)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) keyOf(ctx context.Context, id string) string {
+	ids, err := s.queryIDs(ctx, `SELECT key FROM tracker_items WHERE id = ?`, id)
+	if err != nil || len(ids) == 0 {
+		return id
+	}
+	return ids[0]
+}
+
+// UpdateWorkItem changes an item's fields, tags, watchers, parent and
+// authored edges in one record about the item; with ifMatch set it applies
+// only while the item's max(version, scoped_through) is that one, else it
+// refuses stale naming the current version. Each edge's mirror on the
+// other item is a step of its own after it.
+func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key string, ifMatch uint64, p ItemPatch) (ItemWrite, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkPatch(p); err != nil {
+		return ItemWrite{}, err
+	}
+	op, err := s.opFor(ctx, w, "update", key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	// The other ends are named before anything is written, so the mirror
+	// steps of a re-run are the same as the first run's.
+	id, err := s.lookup(ctx, key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	resolveEdges := func(es []Edge) ([]edgeRef, error) {
+		out := make([]edgeRef, 0, len(es))
+		for _, e := range es {
+			oid, err := s.lookup(ctx, e.Key)
+			if err != nil {
+				return nil, err
+			}
+			if oid == id {
+				return nil, invalid("%s cannot have an edge to itself.", key)
+			}
+			out = append(out, edgeRef{Kind: e.Kind, Other: oid})
+		}
+		return out, nil
+	}
+	adds, err := resolveEdges(p.AddEdges)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	removes, err := resolveEdges(p.RemoveEdges)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	var parent *string
+	if p.Parent != nil {
+		pid := ""
+		if *p.Parent != "" {
+			if pid, err = s.lookup(ctx, *p.Parent); err != nil {
+				return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+			}
+		}
+		parent = &pid
+	}
+	wk := s.newWalk(op)
+	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		it, err := s.loadItem(ctx, tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFoundItem(key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ifMatch != 0 && it.Version != ifMatch {
+			ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
+			return nil, ref.With("current_version", it.Version)
+		}
+		scope := []string{"item:" + id}
+		if parent != nil && *parent != "" {
+			if err := checkNoCycle(ctx, tx, id, *parent); err != nil {
+				return nil, err
+			}
+			scope = append(scope, "item:"+*parent)
+		}
+		for _, e := range append(slices.Clone(adds), removes...) {
+			scope = append(scope, "item:"+e.Other)
+		}
+		return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope,
+			Payload: updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: p.Status, Assignee: p.Assignee,
+				Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
+				RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: adds, RemoveEdges: removes}}, nil
+	})
+	if !ok || len(adds)+len(removes) == 0 {
+		if len(wk.out.Steps) == 1 && err == nil && wk.out.Outcome == engine.Applied {
+			wk.out.Steps = nil // a single record: no walk to report
+		}
+		if err != nil {
+			// A refusal of the update itself answers as before: no steps.
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+		}
+		if !ok {
+			// The authored edges nobody can vouch for get no mirror.
+			return wk.out, nil
+		}
+		return wk.finish(ctx, id, nil)
+	}
+	return s.mirrorsOn(ctx, wk, id, adds, removes)
+}
+
+func checkPatch(p ItemPatch) error {
+	if p.Title == nil && p.Description == nil && p.Status == nil && p.Assignee == nil && p.Parent == nil &&
+		len(p.AddTags)+len(p.RemoveTags)+len(p.AddWatchers)+len(p.RemoveWatchers)+len(p.AddEdges)+len(p.RemoveEdges) == 0 {
+		return invalid("nothing to update: give at least one of title, description, status, assignee, parent, tags, watchers, relations, dependencies.")
+	}
+	if p.Title != nil {
+		if err := checkText("title", *p.Title, MaxTitleBytes, true); err != nil {
+			return err
+		}
+	}
+	if p.Description != nil {
+		if err := checkText("description", *p.Description, MaxDescriptionBytes, false); err != nil {
+			return err
+		}
+	}
+	if p.Assignee != nil {
+		if err := checkText("assignee", *p.Assignee, MaxAssigneeBytes, false); err != nil {
+			return err
+		}
+	}
+	if p.Status != nil {
+		if err := checkStatus(*p.Status); err != nil {
+			return err
+		}
+	}
+	if p.Parent != nil && *p.Parent != "" {
+		if err := checkItemKey(*p.Parent); err != nil {
+			return err
+		}
+	}
+	for _, set := range [][]string{p.AddTags, p.RemoveTags, p.AddWatchers, p.RemoveWatchers} {
+		if err := checkTags(set); err != nil {
+			return err
+		}
+	}
+	if len(p.AddEdges)+len(p.RemoveEdges) > MaxEdges {
+		return invalid("%d edges given; at most %d are accepted in one update.", len(p.AddEdges)+len(p.RemoveEdges), MaxEdges)
+	}
+	for _, e := range append(slices.Clone(p.AddEdges), p.RemoveEdges...) {
+		if !slices.Contains(AuthoredEdges, e.Kind) {
+			return invalid("edge kind %q is not one of %s.", e.Kind, strings.Join(AuthoredEdges, ", "))
+		}
+		if err := checkItemKey(e.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNoCycle refuses a parent that is the item itself or one of its
+// descendants.
+func checkNoCycle(ctx context.Context, tx *sql.Tx, id, parent string) error {
+	for cur, n := parent, 0; cur != "" && n < 10000; n++ {
+		if cur == id {
+			return invalid("that parent would make the item its own ancestor; choose a parent outside its subtree.")
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT parent FROM tracker_items WHERE id = ?`, cur).Scan(&cur); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// mirrors finishes a create's dependencies: each mirror as a step.
+func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first ItemWrite, adds, removes []edgeRef) (ItemWrite, error) {
+	wk := s.newWalk(op)
+	wk.out.Steps = []Step{{Action: "create", Task: s.keyOf(ctx, id), OpID: op.ID.String(), Outcome: first.Outcome, Position: first.Position}}
+	wk.out.Position = first.Position
+	return s.mirrorsOn(ctx, wk, id, adds, removes)
+}
+
+// mirrorsOn writes the mirror of each authored edge on the other item, one
+// step per other item. A mirror step answered unknown leaves that edge
+// one-sided, and the answer names it.
+func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, removes []edgeRef) (ItemWrite, error) {
+	per := map[string]*mirrorEdges{}
+	var others []string
+	for _, list := range []struct {
+		es  []edgeRef
+		add bool
+	}{{adds, true}, {removes, false}} {
+		for _, e := range list.es {
+			m := per[e.Other]
+			if m == nil {
+				m = &mirrorEdges{ID: e.Other}
+				per[e.Other] = m
+				others = append(others, e.Other)
+			}
+			me := edgeRef{Kind: MirrorOf(e.Kind), Other: id}
+			if list.add {
+				m.Add = append(m.Add, me)
+			} else {
+				m.Remove = append(m.Remove, me)
+			}
+		}
+	}
+	sort.Strings(others)
+	for i, o := range others {
+		m := per[o]
+		okey := s.keyOf(ctx, o)
+		ok, err := wk.step(ctx, "mirror", o, okey, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: KindMirrorEdges, Subject: itemSubject(o), Scope: []string{"item:" + o, "item:" + id}, Payload: m}, nil
+		})
+		if err != nil {
+			return wk.out, err
+		}
+		if !ok {
+			for _, rest := range others[i:] {
+				wk.out.OneSided = append(wk.out.OneSided, s.keyOf(ctx, rest))
+			}
+			return wk.out, nil
+		}
+	}
+	return wk.finish(ctx, id, nil)
+}
+
+// CommentOnWorkItem adds a comment to an item.
+func (s *Service) CommentOnWorkItem(ctx context.Context, w engine.WriteOptions, key, author, body string) (ItemWrite, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkText("body", body, MaxCommentBytes, true); err != nil {
+		return ItemWrite{}, err
+	}
+	if author == "" {
+		author = "operator"
+	}
+	if err := checkText("author", author, MaxAssigneeBytes, true); err != nil {
+		return ItemWrite{}, err
+	}
+	op, err := s.opFor(ctx, w, "comment", key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	var id string
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		var err error
+		if id, err = s.resolve(ctx, tx, key); err != nil {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: KindComment, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: comment{ID: id, Author: author, Body: body}}, nil
+	})
+	if id == "" && err == nil {
+		id, _ = s.lookup(ctx, key)
+	}
+	return s.itemAnswer(ctx, wr, err, id)
+}
+
+func (s *Service) markStep(ctx context.Context, wk *walk, verb, id, key, value string) (bool, error) {
+	return wk.step(ctx, verb, id, key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		return &statelog.Proposal{Kind: KindMark, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: mark{ID: id, Mark: value}}, nil
+	})
+}
+
+// MoveWorkItem moves an item and its subtree into another project: a
+// mid-move mark on the root, then one step per item, root first and each
+// item's children only after it, then the mark taken down. Each moved item
+// takes the target project's next number; the keys it held before stay
+// resolvable (get_work_item on an old key finds it), and the numbers it
+// held are never given out again.
+func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, to string) (ItemWrite, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemWrite{}, err
+	}
+	if !projectKeyRE.MatchString(to) {
+		return ItemWrite{}, invalid("project %q is not a project key (e.g. ENG); list_projects shows them.", to)
+	}
+	op, err := s.opFor(ctx, w, "move", key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	root, err := s.lookup(ctx, key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	if _, err := s.readProject(ctx, to); errors.Is(err, sql.ErrNoRows) {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
+	} else if err != nil {
+		return ItemWrite{}, err
+	}
+	wk := s.newWalk(op)
+	if ok, err := s.markStep(ctx, wk, "mark", root, key, "moving:"+to); !ok {
+		return wk.finish(ctx, root, err)
+	}
+	queue := []string{root}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		ok, err := wk.step(ctx, "move", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: KindMove, Subject: itemSubject(id), Scope: []string{"item:" + id, "project:" + to}, Payload: move{ID: id, To: to}}, nil
+		})
+		if !ok {
+			// No descendant follows an item whose own move is unknown.
+			return wk.finish(ctx, root, err)
+		}
+		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? AND trashed = 0 ORDER BY doc`, id)
+		if err != nil {
+			return wk.out, err
+		}
+		queue = append(queue, kids...)
+	}
+	ok, err := s.markStep(ctx, wk, "unmark", root, s.keyOf(ctx, root), "")
+	if !ok {
+		return wk.finish(ctx, root, err)
+	}
+	return wk.finish(ctx, root, nil)
+}
+
+// MergeWorkItems merges duplicates into one item: a mid-merge mark on the
+// item kept, one step per duplicate (closed as cancelled, a duplicates
+// edge to the item kept, its watchers carried over), then the mark taken
+// down.
+func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, into string, duplicates []string) (ItemWrite, error) {
+	if err := checkItemKey(into); err != nil {
+		return ItemWrite{}, err
+	}
+	duplicates = dedupe(duplicates)
+	if len(duplicates) == 0 || len(duplicates) > MaxMergeItems {
+		return ItemWrite{}, invalid("give 1 to %d duplicates to merge into %s.", MaxMergeItems, into)
+	}
+	for _, d := range duplicates {
+		if err := checkItemKey(d); err != nil {
+			return ItemWrite{}, err
+		}
+	}
+	op, err := s.opFor(ctx, w, "merge", into)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	target, err := s.lookup(ctx, into)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	dups := make([]string, len(duplicates))
+	for i, d := range duplicates {
+		if dups[i], err = s.lookup(ctx, d); err != nil {
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+		}
+		if dups[i] == target {
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, invalid("%s cannot be merged into itself.", d)
+		}
+	}
+	wk := s.newWalk(op)
+	if ok, err := s.markStep(ctx, wk, "mark", target, into, "merging"); !ok {
+		return wk.finish(ctx, target, err)
+	}
+	for i, d := range dups {
+		ok, err := wk.step(ctx, "merge", d, duplicates[i], func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: KindMergeDuplicate, Subject: itemSubject(d), Scope: []string{"item:" + d, "item:" + target},
+				Payload: mergeDuplicate{ID: d, Into: target}}, nil
+		})
+		if !ok {
+			return wk.finish(ctx, target, err)
+		}
+	}
+	ok, err := s.markStep(ctx, wk, "unmark", target, into, "")
+	if !ok {
+		return wk.finish(ctx, target, err)
+	}
+	return wk.finish(ctx, target, nil)
+}
+
+// TrashWorkItem puts an item and its subtree in the trash, root first.
+func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key string) (ItemWrite, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemWrite{}, err
+	}
+	op, err := s.opFor(ctx, w, "trash", key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	root, err := s.lookup(ctx, key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	wk := s.newWalk(op)
+	queue := []string{root}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		ok, err := wk.step(ctx, "trash", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: KindTrash, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: trash{ID: id, Root: root}}, nil
+		})
+		if !ok {
+			return wk.finish(ctx, root, err)
+		}
+		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? AND (trashed = 0 OR trash_root = ?) ORDER BY doc`, id, root)
+		if err != nil {
+			return wk.out, err
+		}
+		queue = append(queue, kids...)
+	}
+	return wk.finish(ctx, root, nil)
+}
+
+// RestoreWorkItem takes an item and the subtree its trash took out of the
+// trash, root first. The list is read afresh on every run: it is what is
+// still in the trash under that root.
+func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, key string) (ItemWrite, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemWrite{}, err
+	}
+	op, err := s.opFor(ctx, w, "restore", key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	root, err := s.lookup(ctx, key)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	wk := s.newWalk(op)
+	queue := []string{root}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		in, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE id = ? AND trashed != 0 AND trash_root = ?`, id, root)
+		if err != nil {
+			return wk.out, err
+		}
+		if len(in) == 1 {
+			ok, err := wk.step(ctx, "restore", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+				return &statelog.Proposal{Kind: KindRestore, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: restore{ID: id}}, nil
+			})
+			if !ok {
+				return wk.finish(ctx, root, err)
+			}
+		}
+		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? ORDER BY doc`, id)
+		if err != nil {
+			return wk.out, err
+		}
+		queue = append(queue, kids...)
+	}
+	return wk.finish(ctx, root, nil)
+}
+
+// maxScopeNames is how many tasks a purge's scope names before it names
+// their project instead.
+const maxScopeNames = 200
+
+// PurgeWorkItem destroys an item (operator only): its rows go, the items
+// pointing at it lose those edges, its children are re-filed under its
+// parent, and a marker makes every later record about it apply nowhere on
+// every node, for ever. The record's scope names every task it rewrites.
+func (s *Service) PurgeWorkItem(ctx context.Context, w engine.WriteOptions, key string) (PurgeResult, error) {
+	if err := checkItemKey(key); err != nil {
+		return PurgeResult{}, err
+	}
+	op, err := s.opFor(ctx, w, "purge", key)
+	if err != nil {
+		return PurgeResult{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		id, err := s.resolve(ctx, tx, key)
+		if err != nil {
+			return nil, err
+		}
+		var project string
+		if err := tx.QueryRowContext(ctx, `SELECT project FROM tracker_items WHERE id = ?`, id).Scan(&project); err != nil {
+			return nil, err
+		}
+		touched, err := queryStrings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
+			UNION SELECT id FROM tracker_items WHERE parent = ?1 OR merged_into = ?1 ORDER BY 1`, id)
+		if err != nil {
+			return nil, err
+		}
+		scope := []string{"item:" + id}
+		if len(touched) > maxScopeNames {
+			scope = append(scope, "project:"+project)
+			touched = nil
+		}
+		for _, t := range touched {
+			scope = append(scope, "item:"+t)
+		}
+		return &statelog.Proposal{Kind: KindPurge, Subject: itemSubject(id), Scope: scope, Payload: purge{ID: id}}, nil
+	})
+	return PurgeResult{WriteResult: wr.WriteResult, Key: key}, err
+}
+
+// BulkPatch is what BulkUpdate applies to every item it names.
+type BulkPatch struct {
+	AddTags     []string
+	AddWatchers []string
+	Status      *string
+}
+
+// BulkUpdate applies one patch to many items of a project. It is written
+// as records of at most statelog.MaxTxRows rows each, one step per chunk
+// named by the chunk's first item, so no apply transaction it causes
+// holds the database's write lock for more than one of them.
+func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project string, keys []string, p BulkPatch) (ItemWrite, error) {
+	if !projectKeyRE.MatchString(project) {
+		return ItemWrite{}, invalid("project %q is not a project key (e.g. ENG).", project)
+	}
+	if len(keys) == 0 || len(keys) > MaxBulkItems {
+		return ItemWrite{}, invalid("give 1 to %d items.", MaxBulkItems)
+	}
+	if err := checkTags(p.AddTags); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkTags(p.AddWatchers); err != nil {
+		return ItemWrite{}, err
+	}
+	if p.Status != nil {
+		if err := checkStatus(*p.Status); err != nil {
+			return ItemWrite{}, err
+		}
+	}
+	op, err := s.opFor(ctx, w, "bulk", project)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	ids := make([]string, 0, len(keys))
+	_, err = s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		for _, k := range keys {
+			id, err := s.resolve(ctx, tx, k)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	// Rows one item costs: its row, a child row and a history row per tag
+	// and watcher, a history row for the status.
+	per := 1 + 2*(len(p.AddTags)+len(p.AddWatchers))
+	if p.Status != nil {
+		per++
+	}
+	chunk := max(1, statelog.MaxTxRows/per)
+	wk := s.newWalk(op)
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		ok, err := wk.step(ctx, "bulk", part[0], fmt.Sprintf("%d items from %s", len(part), keys[start]), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: KindBulkUpdate, Subject: projectSubject(project), Scope: []string{"project:" + project},
+				Payload: bulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status}}, nil
+		})
+		if !ok {
+			return wk.out, err
+		}
+	}
+	return wk.out, nil
+}

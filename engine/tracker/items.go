@@ -1,0 +1,422 @@
+package tracker
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// Limits on the sets an item carries.
+const (
+	MaxTags         = 50
+	MaxTagBytes     = 64
+	MaxEdges        = 50
+	MaxCommentBytes = 16 << 10
+	MaxReadComments = 50
+	MaxMergeItems   = 50
+	MaxGestureSteps = 1000
+	MaxBulkItems    = 20000
+)
+
+// CreateWorkItem files a work item in a project under its next number,
+// with its tags, parent and dependencies; each dependency's mirror (blocks
+// on the other item) is a step of its own after the item is filed. The
+// item's id derives from the operation, so a retried create answers the
+// item the first copy filed.
+func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in NewWorkItem) (ItemWrite, error) {
+	if !projectKeyRE.MatchString(in.Project) {
+		return ItemWrite{}, invalid("project %q is not a project key (2-10 upper-case letters and digits, e.g. ENG); list_projects shows them.", in.Project)
+	}
+	if err := checkText("title", in.Title, MaxTitleBytes, true); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkText("description", in.Description, MaxDescriptionBytes, false); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkText("assignee", in.Assignee, MaxAssigneeBytes, false); err != nil {
+		return ItemWrite{}, err
+	}
+	if in.Status == "" {
+		in.Status = StatusOpen
+	}
+	if err := checkStatus(in.Status); err != nil {
+		return ItemWrite{}, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return ItemWrite{}, err
+	}
+	if in.Parent != "" {
+		if err := checkItemKey(in.Parent); err != nil {
+			return ItemWrite{}, err
+		}
+	}
+	if len(in.DependsOn) > MaxEdges {
+		return ItemWrite{}, invalid("depends_on names %d items; at most %d are accepted.", len(in.DependsOn), MaxEdges)
+	}
+	for _, k := range in.DependsOn {
+		if err := checkItemKey(k); err != nil {
+			return ItemWrite{}, err
+		}
+	}
+	op, err := s.opFor(ctx, w, "create_work_item", in.Project)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	id := itemID(op.ID)
+	var deps []string // ids
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		p, err := getProject(ctx, tx, in.Project)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
+			Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
+		scope := []string{"project:" + in.Project, "item:" + id}
+		if in.Parent != "" {
+			pid, err := s.resolve(ctx, tx, in.Parent)
+			if err != nil {
+				return nil, err
+			}
+			c.Parent = pid
+			scope = append(scope, "item:"+pid)
+		}
+		deps = deps[:0]
+		for _, k := range dedupe(in.DependsOn) {
+			did, err := s.resolve(ctx, tx, k)
+			if err != nil {
+				return nil, err
+			}
+			deps = append(deps, did)
+			c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
+			scope = append(scope, "item:"+did)
+		}
+		return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: projectSubject(in.Project), Scope: scope, Payload: c}, nil
+	})
+	var out ItemWrite
+	if err == nil && wr.Unvouched {
+		out, err = s.createFromRow(ctx, wr, id)
+	} else {
+		out, err = s.itemAnswer(ctx, wr, err, id)
+	}
+	if err != nil || out.Outcome != engine.Applied || len(in.DependsOn) == 0 {
+		return out, err
+	}
+	if deps == nil {
+		// Answered from the ledger: the edges the first copy filed.
+		if deps, err = s.authoredEdgeTargets(ctx, id, EdgeDependsOn); err != nil {
+			return out, err
+		}
+	}
+	adds := make([]edgeRef, len(deps))
+	for i, d := range deps {
+		adds[i] = edgeRef{Kind: EdgeDependsOn, Other: d}
+	}
+	return s.mirrors(ctx, op, id, out, adds, nil)
+}
+
+func (s *Service) authoredEdgeTargets(ctx context.Context, id, kind string) ([]string, error) {
+	var out []string
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = queryStrings(ctx, tx, `SELECT other FROM tracker_edges WHERE item = ? AND kind = ? AND authored = 1 ORDER BY other`, id, kind)
+		return err
+	})
+	return out, err
+}
+
+func dedupe(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func checkTags(tags []string) error {
+	if len(tags) > MaxTags {
+		return invalid("%d tags given; at most %d are accepted.", len(tags), MaxTags)
+	}
+	for _, t := range tags {
+		if strings.TrimSpace(t) == "" || len(t) > MaxTagBytes {
+			return invalid("tag %q must be 1 to %d bytes of text.", t, MaxTagBytes)
+		}
+	}
+	return nil
+}
+
+// createFromRow answers a create the ledger can no longer vouch for from
+// its item's own row (the id derives from the op): the item the first copy
+// filed, at the position of its create record (its doc), where this node
+// holds it; the framework's unknown where it does not.
+func (s *Service) createFromRow(ctx context.Context, wr statelog.Written, id string) (ItemWrite, error) {
+	var it WorkItem
+	var created uint64
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		it, err = s.loadItem(ctx, tx, id)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT doc FROM tracker_items WHERE id = ?`, id).Scan(&created)
+		}
+		return err
+	})
+	out := ItemWrite{WriteResult: wr.WriteResult}
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Outcome, out.Message, out.Item = engine.Applied, "", &it
+	out.Position = s.replica.Position(created).Token()
+	return out, nil
+}
+
+// itemID derives a work item's id from the operation that creates it.
+func itemID(op ledger.OpID) string { return "wi_" + strings.ReplaceAll(op.UUID.String(), "-", "") }
+
+// itemAnswer renders a write's answer with the item as this node's rows
+// hold it: on a replayed answer that is the first copy's item, never what
+// this attempt decided.
+func (s *Service) itemAnswer(ctx context.Context, wr statelog.Written, err error, id string) (ItemWrite, error) {
+	out := ItemWrite{WriteResult: wr.WriteResult}
+	if err != nil || wr.Outcome != engine.Applied || id == "" {
+		return out, err
+	}
+	it, rerr := s.readItemByID(ctx, id)
+	if rerr == nil {
+		out.Item = &it
+	} else if !errors.Is(rerr, sql.ErrNoRows) {
+		return out, rerr
+	}
+	return out, nil
+}
+
+func (s *Service) readItemByID(ctx context.Context, id string) (WorkItem, error) {
+	var it WorkItem
+	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		it, err = s.loadItem(ctx, tx, id)
+		return err
+	})
+	return it, err
+}
+
+const itemColumns = `i.id, i.key, i.project, i.number, i.title, i.description, i.status, i.assignee, max(i.version, i.scoped_through),
+	i.created_at, i.updated_at, coalesce(p.key, ''), i.reopens, i.handoffs, i.trashed, i.mark, coalesce(m.key, '')`
+
+const itemFrom = ` FROM tracker_items i LEFT JOIN tracker_items p ON p.id = i.parent LEFT JOIN tracker_items m ON m.id = i.merged_into`
+
+func scanItem(sc interface{ Scan(...any) error }) (WorkItem, error) {
+	var it WorkItem
+	var created, updated, trashed int64
+	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
+		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto)
+	it.CreatedAt, it.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	it.Trashed = trashed != 0
+	it.Tags, it.Watchers, it.Edges = []string{}, []string{}, []Edge{}
+	return it, err
+}
+
+// loadItem reads one item by id with its tags, watchers and edges.
+func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem, error) {
+	it, err := scanItem(s.replica.QueryRow(ctx, tx, `SELECT `+itemColumns+itemFrom+` WHERE i.id = ?`, id))
+	if err != nil {
+		return it, err
+	}
+	if it.Tags, err = queryStrings(ctx, tx, `SELECT tag FROM tracker_tags WHERE item = ? ORDER BY tag`, id); err != nil {
+		return it, err
+	}
+	if it.Watchers, err = queryStrings(ctx, tx, `SELECT watcher FROM tracker_watchers WHERE item = ? ORDER BY watcher`, id); err != nil {
+		return it, err
+	}
+	if it.Tags == nil {
+		it.Tags = []string{}
+	}
+	if it.Watchers == nil {
+		it.Watchers = []string{}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT e.kind, o.key, e.authored FROM tracker_edges e JOIN tracker_items o ON o.id = e.other WHERE e.item = ? ORDER BY e.kind, o.key`, id)
+	if err != nil {
+		return it, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e Edge
+		var authored bool
+		if err := rows.Scan(&e.Kind, &e.Key, &authored); err != nil {
+			return it, err
+		}
+		e.Mirror = !authored
+		it.Edges = append(it.Edges, e)
+	}
+	return it, rows.Err()
+}
+
+// resolve finds an item's id by any key it has held (a moved item keeps
+// its old keys resolvable); a purged one is refused deleted.
+func (s *Service) resolve(ctx context.Context, tx *sql.Tx, key string) (string, error) {
+	var id string
+	err := s.replica.QueryRow(ctx, tx, `SELECT id FROM tracker_item_keys WHERE key = ?`, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", notFoundItem(key)
+	}
+	if err != nil {
+		return "", err
+	}
+	var purged uint64
+	err = s.replica.QueryRow(ctx, tx, `SELECT seq FROM tracker_purged WHERE id = ?`, id).Scan(&purged)
+	if err == nil {
+		p := s.replica.Position(purged)
+		ref := engine.Refuse(engine.CodeDeleted, "work item %s was purged at %s; every record about it applies nowhere, for ever. File a new item instead.", key, p.Token())
+		ref.Position = &p
+		return "", ref
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	return id, nil
+}
+
+func checkItemKey(key string) error {
+	if !itemKeyRE.MatchString(key) {
+		return invalid("key %q is not a work item key like ENG-8 (project key, '-', number).", key)
+	}
+	return nil
+}
+
+func notFoundItem(key string) error {
+	return engine.Refuse(engine.CodeNotFound, "work item %s does not exist; list_work_items shows a project's items.", key)
+}
+
+// GetWorkItem reads one item by key (a key it held before a move still
+// finds it), with its latest comments.
+func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key string) (ItemRead, error) {
+	if err := checkItemKey(key); err != nil {
+		return ItemRead{}, err
+	}
+	out := ItemRead{Comments: []Comment{}}
+	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+		id, err := s.resolve(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT author, body, at FROM (SELECT author, body, at, seq FROM tracker_comments WHERE item = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, MaxReadComments)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c Comment
+			var at int64
+			if err := rows.Scan(&c.Author, &c.Body, &at); err != nil {
+				return err
+			}
+			c.At = time.Unix(0, at).UTC()
+			out.Comments = append(out.Comments, c)
+		}
+		return rows.Err()
+	})
+	out.ReadInfo = info
+	return out, err
+}
+
+// ListWorkItems lists items in key order, a page at a time; items in the
+// trash are left out.
+func (s *Service) ListWorkItems(ctx context.Context, r engine.ReadOptions, f ListFilter) (ItemList, error) {
+	if f.Project != "" && !projectKeyRE.MatchString(f.Project) {
+		return ItemList{}, invalid("project %q is not a project key (e.g. ENG).", f.Project)
+	}
+	if f.Status != "" {
+		if err := checkStatus(f.Status); err != nil {
+			return ItemList{}, err
+		}
+	}
+	if f.Parent != "" {
+		if err := checkItemKey(f.Parent); err != nil {
+			return ItemList{}, err
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return ItemList{}, invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
+	}
+	afterProject, afterNumber := "", int64(0)
+	if f.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		m := itemKeyRE.FindStringSubmatch(string(raw))
+		if err != nil || m == nil {
+			return ItemList{}, invalid("cursor %q is not one a previous page returned; start again without it.", f.Cursor)
+		}
+		afterProject = m[1]
+		afterNumber, _ = strconv.ParseInt(m[2], 10, 64)
+	}
+	out := ItemList{Items: []WorkItem{}}
+	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+		q := `SELECT ` + itemColumns + itemFrom + ` WHERE i.trashed = 0 AND (i.project > ? OR (i.project = ? AND i.number > ?))`
+		args := []any{afterProject, afterProject, afterNumber}
+		if f.Project != "" {
+			q += ` AND i.project = ?`
+			args = append(args, f.Project)
+		}
+		if f.Status != "" {
+			q += ` AND i.status = ?`
+			args = append(args, f.Status)
+		}
+		if f.Assignee != "" {
+			q += ` AND i.assignee = ?`
+			args = append(args, f.Assignee)
+		}
+		if f.Tag != "" {
+			q += ` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag = ?)`
+			args = append(args, f.Tag)
+		}
+		if f.Parent != "" {
+			pid, err := s.resolve(ctx, tx, f.Parent)
+			if err != nil {
+				return err
+			}
+			q += ` AND i.parent = ?`
+			args = append(args, pid)
+		}
+		q += ` ORDER BY i.project, i.number LIMIT ?`
+		args = append(args, f.Limit+1)
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			it, err := scanItem(rows)
+			if err != nil {
+				return err
+			}
+			out.Items = append(out.Items, it)
+		}
+		return rows.Err()
+	})
+	if len(out.Items) > f.Limit {
+		out.Items = out.Items[:f.Limit]
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(out.Items[f.Limit-1].Key))
+	}
+	out.ReadInfo = info
+	return out, err
+}

@@ -1,0 +1,73 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/tools"
+)
+
+// The headers every seat request carries.
+const (
+	HeaderSeat            = "Crewlet-Seat"
+	HeaderUnit            = "Crewlet-Unit"
+	HeaderTriggerPosition = "Crewlet-Trigger-Position"
+)
+
+const seatInstructions = "Crewlet is a replicated work tracker. You call its tools inside a turn: reads see every write made before them and the change that woke you. " +
+	"Writes need no op_id: a re-run of this turn that repeats the same call with exactly the same arguments writes nothing twice; a call you word differently is a new write. " +
+	"Every write answers an outcome: applied; pending (durable, do not retry); unknown (repeat exactly the same call). " +
+	"A refusal is a result with isError and a structured object {refused, message, retry_after_seconds?}: do what the message says."
+
+// NewSeatServer builds the seat MCP server: the seat toolset, whose ids
+// derive from the unit of work in units.
+func NewSeatServer(t tools.Tracker, units tools.Units, version string, logger *slog.Logger) *server.MCPServer {
+	s := server.NewMCPServer(ServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(seatInstructions),
+		server.WithToolHandlerMiddleware(recovery(componentLogger(logger))),
+	)
+	s.AddTools(tools.Set(tools.Deps{Tracker: t, Logger: logger, Surface: tools.Seat, Units: units})...)
+	return s
+}
+
+// SeatHandler is /seat/mcp over Streamable HTTP behind Guard: stateless
+// (a seat relies on no MCP session), every request refused 400 unless it
+// names its seat and unit, and its trigger position, when sent, parses.
+func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
+	logger := componentLogger(opts.Logger).With(slog.String("surface", "seat"))
+	h := server.NewStreamableHTTPServer(s,
+		server.WithStateLess(true),
+		server.WithDisableLocalhostProtection(true),
+		server.WithStreamableHTTPLogger(logger),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			t := tools.Turn{Seat: r.Header.Get(HeaderSeat), Unit: r.Header.Get(HeaderUnit)}
+			if tok := r.Header.Get(HeaderTriggerPosition); tok != "" {
+				if p, err := engine.ParsePosition(tok); err == nil {
+					t.Trigger = &p
+				}
+			}
+			return tools.WithTurn(ctx, t)
+		}),
+	)
+	check := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(HeaderSeat) == "" || r.Header.Get(HeaderUnit) == "" {
+			writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
+				"a seat request carries the headers Crewlet-Seat (the seat) and Crewlet-Unit (its unit of work); send both with every request.")
+			return
+		}
+		if tok := r.Header.Get(HeaderTriggerPosition); tok != "" {
+			if _, err := engine.ParsePosition(tok); err != nil {
+				writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
+					"Crewlet-Trigger-Position: "+err.Error()+"; send the position the wake carried, as <stream>@<generation>:<sequence>.")
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+	return Guard(opts, check)
+}
