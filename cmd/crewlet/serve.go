@@ -128,7 +128,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger), opts))
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), Logger: logger}))
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), KB: n.Pages(), Logger: logger}))
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
