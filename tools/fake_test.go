@@ -24,6 +24,11 @@ type fakeTracker struct {
 	outcome  engine.Outcome
 	fail     error
 	projects map[string]tracker.Project
+	// Gestures (fake_more_test.go).
+	lastG      gestureCall
+	steps      []tracker.Step
+	oneSided   []string
+	gestureErr error
 }
 
 var fakePos = engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: 42}
