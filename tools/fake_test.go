@@ -111,7 +111,7 @@ func (f *fakeTracker) UpdateWorkItem(_ context.Context, w engine.WriteOptions, k
 		return tracker.ItemWrite{}, err
 	}
 	f.lastW, f.ifMatch, f.lastP = w, ifMatch, p
-	return tracker.ItemWrite{WriteResult: f.result(w.OpID), Item: &tracker.WorkItem{Key: key, Version: 43}}, nil
+	return tracker.ItemWrite{WriteResult: f.result(w.OpID), Item: &tracker.WorkItem{Key: key, Version: 43}, Steps: f.steps, OneSided: f.oneSided}, nil
 }
 
 var errSecret = errors.New("sqlite: disk I/O error at /secret/path")
