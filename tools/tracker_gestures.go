@@ -158,7 +158,8 @@ func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{keyParam})
 	ann := writeAnnotations("Purge work item", true)
 	// Destructive: nothing of the item survives and no record about it
-	// applies again. Idempotent: a repeat finds nothing left to purge.
+	// applies again. Idempotent: a repeat is refused deleted and changes
+	// nothing (with the same op_id it answers the first purge).
 	ann = append(ann, mcp.WithDestructiveHintAnnotation(true))
 	tool := newTool(NamePurgeWorkItem,
 		d.writeDesc("Destroy a work item for good (operator only): its rows, comments and history go, edges to it go, its children move up to its parent, and no later record about it applies on any node. Cannot be undone; trash_work_item is the reversible way."),
