@@ -26,12 +26,19 @@ func itemSubject(fallback string, res tracker.ItemWrite) string {
 
 // gestureAnswer renders a write that may be several records in order: the
 // outcome line, then its steps and the one-sided mirrors. On the seat
-// surface an unknown walk says to repeat the call, not to bring an op_id
-// back: a seat's ids derive from its turn.
+// surface a walk that stopped (unknown, or pending behind a step this node
+// has not applied) says to repeat the call, not to bring an op_id back: a
+// seat's ids derive from its turn.
 func (d Deps) gestureAnswer(subject string, res tracker.ItemWrite) *mcp.CallToolResult {
-	if d.Surface == Seat && res.Outcome == engine.Unknown && len(res.Steps) > 0 {
+	if d.Surface == Seat && len(res.Steps) > 0 {
 		last := res.Steps[len(res.Steps)-1]
-		res.Message = fmt.Sprintf("Step %s of %s is unknown, so the walk stopped there and nothing after it was written. Repeat exactly the same call: the steps that landed are answered, the rest are finished.", last.Action, last.Task)
+		switch res.Outcome {
+		case engine.Unknown:
+			res.Message = fmt.Sprintf("Step %s of %s is unknown, so the walk stopped there and nothing after it was written. Repeat exactly the same call: the steps that landed are answered, the rest are finished.", last.Action, last.Task)
+		case engine.Pending:
+			// The walk stopped behind a step this node has not applied.
+			res.Message = fmt.Sprintf("Step %s of %s is durable but not yet applied on this node, so the walk stopped before the steps that depend on it. Do not retry at once: once this node has caught up, repeat exactly the same call to finish the rest.", last.Action, last.Task)
+		}
 	}
 	return Answer(res, writeText(subject, res.WriteResult)+stepsText(res.Steps)+oneSidedText(res.OneSided))
 }

@@ -234,6 +234,13 @@ func TestGestureAnswers(t *testing.T) {
 		t.Errorf("seat message %v", m["message"])
 	}
 
+	// A walk stopped behind a pending step, on the seat surface.
+	f = &fakeTracker{outcome: engine.Pending, steps: []tracker.Step{{Action: "mark", Task: "ENG-1", OpID: "g.s1", Outcome: engine.Pending}}}
+	res = seatCall(t, seatTools(t, f)[NameMoveWorkItem], `{"key":"ENG-1","project":"OPS"}`)
+	if m := structured(t, res); !strings.Contains(m["message"].(string), "repeat exactly the same call") || !strings.Contains(text(res), "1 pending") {
+		t.Errorf("seat pending walk %v: %s", m["message"], text(res))
+	}
+
 	// One-sided mirrors are named.
 	f = &fakeTracker{steps: walk[:2], oneSided: []string{"ENG-4"}}
 	res = call(t, operatorTools(t, f, nil), NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"add_dependencies":["ENG-4"]}`)
