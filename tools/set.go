@@ -85,8 +85,11 @@ type Constructor func(Deps) (mcp.Tool, server.ToolHandlerFunc)
 // TrackerReads and TrackerWrites are the tracker's tools, split by read
 // versus write so a read-only toolset is one line.
 var (
-	TrackerReads  = []Constructor{ListProjects, GetWorkItem, ListWorkItems}
-	TrackerWrites = []Constructor{CreateProject, CreateWorkItem, UpdateWorkItem}
+	TrackerReads  = []Constructor{ListProjects, GetWorkItem, ListWorkItems, SearchWorkItems}
+	TrackerWrites = []Constructor{CreateProject, CreateWorkItem, UpdateWorkItem,
+		CommentOnWorkItem, MoveWorkItem, MergeWorkItems, TrashWorkItem, RestoreWorkItem}
+	// TrackerOperatorOnly are the tracker's tools no seat gets.
+	TrackerOperatorOnly = []Constructor{PurgeWorkItem}
 )
 
 // Set builds the tools of one surface from its dependencies.
@@ -101,6 +104,9 @@ func Set(d Deps) []server.ServerTool {
 				ctors = append(ctors, KBOperator...)
 			}
 		}
+	}
+	if d.takesOpID() {
+		ctors = append(ctors, TrackerOperatorOnly...)
 	}
 	out := make([]server.ServerTool, 0, len(ctors))
 	for _, c := range ctors {

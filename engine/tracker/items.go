@@ -309,29 +309,33 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 		return ItemRead{}, err
 	}
 	out := ItemRead{Comments: []Comment{}}
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+	// The read is about the item, or, where there is none by that key,
+	// about its project's numbering: a retained record covering either
+	// refuses deferred rather than answering without it.
+	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		id, err := s.resolve(ctx, tx, key)
 		if err != nil {
-			return err
+			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
 		}
+		scope := []string{"item:" + id}
 		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
-			return err
+			return scope, err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT author, body, at FROM (SELECT author, body, at, seq FROM tracker_comments WHERE item = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, MaxReadComments)
 		if err != nil {
-			return err
+			return scope, err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var c Comment
 			var at int64
 			if err := rows.Scan(&c.Author, &c.Body, &at); err != nil {
-				return err
+				return scope, err
 			}
 			c.At = time.Unix(0, at).UTC()
 			out.Comments = append(out.Comments, c)
 		}
-		return rows.Err()
+		return scope, rows.Err()
 	})
 	out.ReadInfo = info
 	return out, err
