@@ -1,11 +1,7 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,49 +35,30 @@ func pagesLastSeq(t *testing.T, n *node.Node) uint64 {
 	return info.LastSeq
 }
 
-// TestKBToolSnaps compares the knowledge-base tools' definitions with
-// their snapshots (UPDATE_TOOLSNAPS=true rewrites them).
-func TestKBToolSnaps(t *testing.T) {
-	update := os.Getenv("UPDATE_TOOLSNAPS") == "true"
-	seen := 0
+// TestKBToolsInTheSet: the operator set offers every knowledge-base tool
+// when it has a knowledge base (TestToolSnaps compares their snapshots),
+// none without one, and the seat set never offers purge_page.
+func TestKBToolsInTheSet(t *testing.T) {
+	names := func(d Deps) map[string]bool {
+		out := map[string]bool{}
+		for _, st := range Set(d) {
+			out[st.Tool.Name] = true
+		}
+		return out
+	}
 	// A typed nil service: the definitions do not call it.
-	for _, st := range Set(Deps{KB: (*kb.Service)(nil), Surface: Operator}) {
-		if !strings.Contains(strings.Join(kbNames, ","), st.Tool.Name) {
-			continue
+	with := names(Deps{KB: (*kb.Service)(nil), Surface: Operator})
+	without := names(Deps{Surface: Operator})
+	for _, name := range kbNames {
+		if !with[name] {
+			t.Errorf("%s missing from the operator set", name)
 		}
-		seen++
-		raw, err := json.Marshal(st.Tool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		if err := json.Indent(&got, raw, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		got.WriteByte('\n')
-		path := filepath.Join("__toolsnaps__", st.Tool.Name+".snap")
-		if update {
-			if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("no snapshot for %s (%v): run UPDATE_TOOLSNAPS=true go test ./tools/ and review the diff", st.Tool.Name, err)
-		}
-		if !bytes.Equal(normalize(want), normalize(got.Bytes())) {
-			t.Errorf("tool %s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=true go test ./tools/\ngot:\n%s", st.Tool.Name, path, got.String())
+		if without[name] {
+			t.Errorf("%s offered with no knowledge base", name)
 		}
 	}
-	if seen != len(kbNames) {
-		t.Fatalf("%d knowledge-base tools in the set, want %d", seen, len(kbNames))
-	}
-	// Without a knowledge base the set offers none of its tools.
-	for _, st := range Set(Deps{Surface: Operator}) {
-		if strings.Contains(strings.Join(kbNames, ","), st.Tool.Name) {
-			t.Errorf("%s offered with no knowledge base", st.Tool.Name)
-		}
+	if names(Deps{KB: (*kb.Service)(nil), Surface: Seat})[NamePurgePage] {
+		t.Error("purge_page offered on the seat surface: it is operator only")
 	}
 }
 
