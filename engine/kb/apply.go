@@ -177,7 +177,9 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		return err
 	case KindCreatePage:
 		var p createPage
-		if json.Unmarshal(rec.Payload, &p) != nil {
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+			// A page record names its page by its subject, which is what the
+			// deletion gate holds; one naming another page is moot.
 			return nil
 		}
 		var one int
@@ -197,7 +199,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		return err
 	case KindUpdatePage:
 		var p updatePage
-		if json.Unmarshal(rec.Payload, &p) != nil {
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
 			return nil
 		}
 		var space, parent string
@@ -222,7 +224,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		return err
 	case KindPurgePage:
 		var p purgePage
-		if json.Unmarshal(rec.Payload, &p) != nil {
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
 			return nil
 		}
 		var space, parent string

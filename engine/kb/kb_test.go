@@ -260,6 +260,14 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 		t.Fatal("the purged page came back")
 	}
 
+	// A record on another subject naming the purged page in its payload
+	// (a buggy or hostile writer) does not bring it back either.
+	publishRaw(t, n, "n2", kb.KindCreatePage, pageSubject("pg_0000000000000000000000000000cafe"), nil,
+		map[string]any{"id": doomed.ID, "space": "DOCS", "title": "Obsolete zebra procedure", "body": "zebra"})
+	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
+		t.Fatal("a create on another subject resurrected the purged page")
+	}
+
 	// A create whose parent was purged between decision and apply is filed
 	// at the top of the space rather than orphaned.
 	orphanID := "pg_0000000000000000000000000000beef"
