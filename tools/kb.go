@@ -59,8 +59,8 @@ var (
 func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	var params []param
 	tool := newTool(NameListSpaces,
-		"List every knowledge-base space: its key, name, settings (page_template, editing), how many pages it holds and its version. The answer says the read level and the log position it stands at.",
-		params, readAnnotations("List spaces"), mcp.WithOutputSchema[kb.SpaceList]())
+		"List every knowledge-base space: key, name, settings, page count and version.",
+		params, readAnnotations("List spaces"), outputSchema[kb.SpaceList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
@@ -88,11 +88,11 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "name", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "The space's display name (for example Engineering docs)."},
 	})
 	tool := newTool(NameCreateSpace,
-		d.writeDesc("Create a knowledge-base space: a key and a name. It starts open for edits with no page template (update_space sets them). A key is taken for good; creating one that exists is refused already_exists."),
+		d.writeDesc("Create a knowledge-base space (key and name), open for edits, no page template. An existing key is refused already_exists."),
 		params,
 		// Idempotent: a repeat with the same key has no further effect.
 		writeAnnotations("Create space", true),
-		mcp.WithOutputSchema[kb.SpaceWrite]())
+		outputSchema[kb.SpaceWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -117,17 +117,17 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "key", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: spaceKeyDesc},
-		{name: "if_match", kind: kindInteger, min: 1, desc: "Optional. The space's version you decided against (list_spaces answers it); if the space changed since, the update is refused stale."},
-		{name: "name", kind: kindString, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "Optional. New display name."},
-		{name: "page_template", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Optional. Markdown a new page of the space starts with when created without a body; empty for none."},
-		{name: "editing", kind: kindString, enum: kb.EditingValues, desc: "Optional. " + editingDesc},
+		{name: "if_match", kind: kindInteger, min: 1, desc: "The space's version you read (list_spaces); refused stale if it changed."},
+		{name: "name", kind: kindString, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "New display name."},
+		{name: "page_template", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
+		{name: "editing", kind: kindString, enum: kb.EditingValues, desc: "" + editingDesc},
 	})
 	tool := newTool(NameUpdateSpace,
-		d.writeDesc("Change a space's name or settings: pass only what changes. A settings change (page_template, editing) covers every page in the space: their scoped_through moves to its position."),
+		d.writeDesc("Change a space's name or settings; pass only what changes. A settings change covers every page of the space."),
 		params,
 		// Idempotent: the same settings again leave the space as it is.
 		writeAnnotations("Update space", true),
-		mcp.WithOutputSchema[kb.SpaceWrite]())
+		outputSchema[kb.SpaceWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -164,15 +164,15 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "space", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the space the page belongs to (for example DOCS); list_spaces lists them."},
 		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "The page's title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Optional. The page's body in Markdown; left out or empty, the page starts with the space's page_template."},
-		{name: "parent", kind: kindString, maxBytes: 64, desc: "Optional. Id of the page of the same space to file it under; left out or empty, it goes at the top of the space."},
+		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown body; empty: the space's page_template."},
+		{name: "parent", kind: kindString, maxBytes: 64, desc: "Id of the page (same space) to file it under; empty: top level."},
 	})
 	tool := newTool(NameCreatePage,
 		d.writeDesc("Create a page in a knowledge-base space, at the top or under a parent page. The answer carries the page with its id and version (update_page takes the version as if_match)."),
 		params,
 		// Not idempotent: each call without op_id creates another page.
 		writeAnnotations("Create page", false),
-		mcp.WithOutputSchema[kb.PageWrite]())
+		outputSchema[kb.PageWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -201,8 +201,8 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc}}
 	tool := newTool(NameGetPage,
-		"Get one page by id: title, Markdown body, space, parent and version (pass the version as if_match to update_page). The answer says the read level and the log position it stands at.",
-		params, readAnnotations("Get page"), mcp.WithOutputSchema[kb.PageRead]())
+		"Get one page by id: title, Markdown body, space, parent and version (update_page takes it as if_match).",
+		params, readAnnotations("Get page"), outputSchema[kb.PageRead]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r != nil {
@@ -225,13 +225,13 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{
 		{name: "space", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the space to list (for example DOCS)."},
-		{name: "parent", kind: kindString, maxBytes: 64, desc: "Optional. Left out: every page of the space, each with its parent. Empty string: only the top-level pages. A page id: only that page's children."},
-		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxListLimit, desc: fmt.Sprintf("Optional. At most this many pages (1 to %d, default %d).", kb.MaxListLimit, kb.DefaultListLimit)},
-		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "Optional. The next_cursor of the previous page of results, to get the one after it."},
+		{name: "parent", kind: kindString, maxBytes: 64, desc: "Absent: every page; empty: top-level pages only; a page id: its children."},
+		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxListLimit, desc: fmt.Sprintf("At most this many pages (1 to %d, default %d).", kb.MaxListLimit, kb.DefaultListLimit)},
+		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "next_cursor of the previous page."},
 	}
 	tool := newTool(NameListPages,
-		"List a space's pages in creation order, without their bodies, a page of results at a time; each carries its parent and how many children it has. When the answer has next_cursor, pass it as cursor for more.",
-		params, readAnnotations("List pages"), mcp.WithOutputSchema[kb.PageList]())
+		"List a space's pages in creation order, without bodies, with parent and child count; pass next_cursor as cursor for more.",
+		params, readAnnotations("List pages"), outputSchema[kb.PageList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -268,9 +268,9 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc},
 		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The page's version you decided against (get_page answers it). If the page changed since, the update is refused stale: read it again and decide again."},
-		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "Optional. New title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Optional. New Markdown body, replacing the whole body; empty clears it."},
-		{name: "parent", kind: kindString, maxBytes: 64, desc: "Optional. Move the page (with its subtree) under this page of the same space, or to the top with an empty string. A move under the page itself or its own subtree is refused."},
+		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "New title."},
+		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
+		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move the page and its subtree under this page of the same space; empty: to the top."},
 	})
 	tool := newTool(NameUpdatePage,
 		d.writeDesc("Change a page's title or body, or move it within its space: pass only what changes, and the version you read as if_match. The answer carries the page at its new version."),
@@ -280,7 +280,7 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Idempotent: a repeat names a version no longer current and is
 		// refused stale.
 		writeAnnotations("Update page", true),
-		mcp.WithOutputSchema[kb.PageWrite]())
+		outputSchema[kb.PageWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil && !a.has("title") && !a.has("body") && !a.has("parent") {
@@ -316,13 +316,13 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // SearchKnowledge is search_knowledge {query, space, limit}.
 func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{
-		{name: "query", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxQueryBytes, desc: "Words to find in page titles and bodies; every word must appear (stemmed: drills finds drill). Text is taken as words, never as search syntax; end a word with * to match it as a prefix."},
-		{name: "space", kind: kindString, maxBytes: maxProjectKey, desc: "Optional. Only pages of this space key."},
-		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxSearchLimit, desc: fmt.Sprintf("Optional. At most this many results (1 to %d, default %d).", kb.MaxSearchLimit, kb.DefaultSearchLimit)},
+		{name: "query", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxQueryBytes, desc: "Words to find in titles and bodies; all must appear. Taken as words, never syntax; a trailing * matches a prefix."},
+		{name: "space", kind: kindString, maxBytes: maxProjectKey, desc: "Only pages of this space key."},
+		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxSearchLimit, desc: fmt.Sprintf("At most this many results (1 to %d, default %d).", kb.MaxSearchLimit, kb.DefaultSearchLimit)},
 	}
 	tool := newTool(NameSearchKnowledge,
-		"Search the knowledge base's pages, best first: pages whose title holds every word come before pages that match only in their body. Each hit has the page id, title and a snippet with the match in **bold**. Search carries no read-your-writes floor: a page written a moment ago may not be found yet, while get_page finds it by id.",
-		params, readAnnotations("Search knowledge"), mcp.WithOutputSchema[kb.SearchResult]())
+		"Search pages, best first (title matches before body matches); each hit has id, title and a snippet. No read-your-writes floor: a page written a moment ago may not be found yet; get_page finds it by id.",
+		params, readAnnotations("Search knowledge"), outputSchema[kb.SearchResult]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil && a.has("space") {
@@ -366,7 +366,7 @@ func PurgePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			mcp.WithIdempotentHintAnnotation(true),
 			mcp.WithOpenWorldHintAnnotation(false),
 		},
-		mcp.WithOutputSchema[kb.PurgeWrite]())
+		outputSchema[kb.PurgeWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r != nil {
