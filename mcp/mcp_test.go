@@ -117,7 +117,11 @@ func textOf(res *mcpgo.CallToolResult) string {
 	return ""
 }
 
-var allTools = []string{tools.NameCreateProject, tools.NameListProjects, tools.NameCreateWorkItem, tools.NameGetWorkItem, tools.NameListWorkItems, tools.NameUpdateWorkItem}
+var allTools = []string{tools.NameCreateProject, tools.NameListProjects, tools.NameCreateWorkItem, tools.NameGetWorkItem, tools.NameListWorkItems, tools.NameUpdateWorkItem,
+	tools.NameSearchWorkItems, tools.NameCommentOnWorkItem, tools.NameMoveWorkItem, tools.NameMergeWorkItems, tools.NameTrashWorkItem, tools.NameRestoreWorkItem, tools.NamePurgeWorkItem}
+
+// destructiveTools are the tools that say so in their annotations.
+var destructiveTools = map[string]bool{tools.NameTrashWorkItem: true, tools.NamePurgeWorkItem: true}
 
 func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 	t.Helper()
@@ -139,8 +143,8 @@ func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 			t.Errorf("%s: annotations not all set: %+v", name, a)
 			continue
 		}
-		if *a.DestructiveHint || *a.OpenWorldHint {
-			t.Errorf("%s: destructive or open-world", name)
+		if *a.DestructiveHint != destructiveTools[name] || *a.OpenWorldHint {
+			t.Errorf("%s: destructive=%v (want %v) or open-world", name, *a.DestructiveHint, destructiveTools[name])
 		}
 		if tool.InputSchema.AdditionalProperties != false {
 			t.Errorf("%s: input schema not closed: %v", name, tool.InputSchema.AdditionalProperties)

@@ -25,13 +25,17 @@ const seatInstructions = "Crewlet is a replicated work tracker. You call its too
 
 // NewSeatServer builds the seat MCP server: the seat toolset, whose ids
 // derive from the unit of work in units.
-func NewSeatServer(t tools.Tracker, units tools.Units, version string, logger *slog.Logger) *server.MCPServer {
+func NewSeatServer(t tools.Tracker, units tools.Units, version string, logger *slog.Logger, opts ...Option) *server.MCPServer {
 	s := server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(seatInstructions),
 		server.WithToolHandlerMiddleware(recovery(componentLogger(logger))),
 	)
-	s.AddTools(tools.Set(tools.Deps{Tracker: t, Logger: logger, Surface: tools.Seat, Units: units})...)
+	d := tools.Deps{Tracker: t, Logger: logger, Surface: tools.Seat, Units: units}
+	for _, o := range opts {
+		o(&d)
+	}
+	s.AddTools(tools.Set(d)...)
 	return s
 }
 

@@ -23,13 +23,24 @@ const instructions = "Crewlet is a replicated work tracker. Reads answer at line
 
 // NewServer builds the operator/assistant MCP server over a tracker: the
 // operator toolset, with recovery (a panicking handler answers internal
-// and is logged, the process keeps serving).
-func NewServer(t tools.Tracker, version string, logger *slog.Logger) *server.MCPServer {
+// and is logged, the process keeps serving). Options add the other
+// domains' services (WithKB).
+func NewServer(t tools.Tracker, version string, logger *slog.Logger, opts ...Option) *server.MCPServer {
 	s := newBareServer(version, componentLogger(logger))
 	// tools adds the component key itself.
-	s.AddTools(tools.Set(tools.Deps{Tracker: t, Logger: logger, Surface: tools.Operator})...)
+	d := tools.Deps{Tracker: t, Logger: logger, Surface: tools.Operator}
+	for _, o := range opts {
+		o(&d)
+	}
+	s.AddTools(tools.Set(d)...)
 	return s
 }
+
+// Option adds a service to the tools a server offers.
+type Option func(*tools.Deps)
+
+// WithKB offers the knowledge base's tools over k.
+func WithKB(k tools.KB) Option { return func(d *tools.Deps) { d.KB = k } }
 
 // newBareServer is a server with Crewlet's options and no tools.
 //

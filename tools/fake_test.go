@@ -24,6 +24,11 @@ type fakeTracker struct {
 	outcome  engine.Outcome
 	fail     error
 	projects map[string]tracker.Project
+	// Gestures (fake_more_test.go).
+	lastG      gestureCall
+	steps      []tracker.Step
+	oneSided   []string
+	gestureErr error
 }
 
 var fakePos = engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: 42}
@@ -106,7 +111,7 @@ func (f *fakeTracker) UpdateWorkItem(_ context.Context, w engine.WriteOptions, k
 		return tracker.ItemWrite{}, err
 	}
 	f.lastW, f.ifMatch, f.lastP = w, ifMatch, p
-	return tracker.ItemWrite{WriteResult: f.result(w.OpID), Item: &tracker.WorkItem{Key: key, Version: 43}}, nil
+	return tracker.ItemWrite{WriteResult: f.result(w.OpID), Item: &tracker.WorkItem{Key: key, Version: 43}, Steps: f.steps, OneSided: f.oneSided}, nil
 }
 
 var errSecret = errors.New("sqlite: disk I/O error at /secret/path")

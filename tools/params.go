@@ -22,11 +22,19 @@ type kind int
 const (
 	kindString kind = iota
 	kindInteger
+	// kindStrings and kindEdges are lists (params_list.go).
+	kindStrings
+	kindEdges
 )
 
 func (k kind) String() string {
-	if k == kindInteger {
+	switch k {
+	case kindInteger:
 		return "an integer"
+	case kindStrings:
+		return "an array of strings"
+	case kindEdges:
+		return "an array of {kind, key} objects"
 	}
 	return "a string"
 }
@@ -45,6 +53,11 @@ type param struct {
 	enum     []string
 	// Integers: the inclusive range.
 	min, max int64
+	// Lists: maxItems bounds the length; maxBytes, nonEmpty and enum apply
+	// to each string (for kindEdges, enum is the kinds allowed); itemKeys
+	// makes each string (each edge's key) a work item key.
+	maxItems int
+	itemKeys bool
 }
 
 // schemaOptions turns params into mcp-go tool options. The input schema
@@ -77,6 +90,8 @@ func schemaOptions(params []param) []mcp.ToolOption {
 				po = append(po, mcp.Max(float64(p.max)))
 			}
 			opts = append(opts, mcp.WithInteger(p.name, po...))
+		case kindStrings, kindEdges:
+			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
 		}
 	}
 	opts = append(opts, mcp.WithSchemaAdditionalProperties(false))
@@ -206,6 +221,8 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 			return nil, outOfRange(p, num.String())
 		}
 		return n, nil
+	case kindStrings, kindEdges:
+		return parseList(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }

@@ -28,6 +28,8 @@ const (
 // Deps is what every tool constructor is built from.
 type Deps struct {
 	Tracker Tracker
+	// KB is the knowledge base; nil leaves its tools out of the set.
+	KB KB
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
@@ -83,8 +85,11 @@ type Constructor func(Deps) (mcp.Tool, server.ToolHandlerFunc)
 // TrackerReads and TrackerWrites are the tracker's tools, split by read
 // versus write so a read-only toolset is one line.
 var (
-	TrackerReads  = []Constructor{ListProjects, GetWorkItem, ListWorkItems}
-	TrackerWrites = []Constructor{CreateProject, CreateWorkItem, UpdateWorkItem}
+	TrackerReads  = []Constructor{ListProjects, GetWorkItem, ListWorkItems, SearchWorkItems}
+	TrackerWrites = []Constructor{CreateProject, CreateWorkItem, UpdateWorkItem,
+		CommentOnWorkItem, MoveWorkItem, MergeWorkItems, TrashWorkItem, RestoreWorkItem}
+	// TrackerOperatorOnly are the tracker's tools no seat gets.
+	TrackerOperatorOnly = []Constructor{PurgeWorkItem}
 )
 
 // Set builds the tools of one surface from its dependencies.
@@ -93,6 +98,15 @@ func Set(d Deps) []server.ServerTool {
 	switch d.Surface {
 	case Operator, "", Seat:
 		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
+		if d.KB != nil {
+			ctors = append(append(ctors, KBReads...), KBWrites...)
+			if d.Surface != Seat {
+				ctors = append(ctors, KBOperator...)
+			}
+		}
+	}
+	if d.takesOpID() {
+		ctors = append(ctors, TrackerOperatorOnly...)
 	}
 	out := make([]server.ServerTool, 0, len(ctors))
 	for _, c := range ctors {

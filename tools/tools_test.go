@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -82,6 +83,14 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 		NameCreateProject:  {false, false, true, false},
 		NameCreateWorkItem: {false, false, false, false},
 		NameUpdateWorkItem: {false, false, true, false},
+
+		NameSearchWorkItems:   {true, false, true, false},
+		NameCommentOnWorkItem: {false, false, false, false},
+		NameMoveWorkItem:      {false, false, true, false},
+		NameMergeWorkItems:    {false, false, true, false},
+		NameTrashWorkItem:     {false, true, true, false},
+		NameRestoreWorkItem:   {false, false, true, false},
+		NamePurgeWorkItem:     {false, true, true, false},
 	}
 	tools := operatorTools(t, &fakeTracker{}, nil)
 	if len(tools) != len(want) {
@@ -119,40 +128,64 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 	}
 }
 
-// TestToolSnaps compares every tool's definition with its snapshot in
-// __toolsnaps__; UPDATE_TOOLSNAPS=true rewrites them, and a missing
-// snapshot fails.
+// TestToolSnaps compares every tool's definition, on both surfaces, with
+// its snapshot in __toolsnaps__ (the seat's under __toolsnaps__/seat);
+// UPDATE_TOOLSNAPS=true rewrites them. A missing snapshot fails, and so
+// does a snapshot no tool has any more.
 func TestToolSnaps(t *testing.T) {
 	update := os.Getenv("UPDATE_TOOLSNAPS") == "true"
-	for _, st := range Set(Deps{Surface: Operator}) {
-		t.Run(st.Tool.Name, func(t *testing.T) {
-			raw, err := json.Marshal(st.Tool)
-			if err != nil {
-				t.Fatal(err)
+	for _, surface := range []struct {
+		deps Deps
+		dir  string
+	}{{Deps{Surface: Operator, KB: (*kb.Service)(nil)}, "__toolsnaps__"}, {Deps{Surface: Seat}, filepath.Join("__toolsnaps__", "seat")}} {
+		seen := map[string]bool{}
+		for _, st := range Set(surface.deps) {
+			path := filepath.Join(surface.dir, st.Tool.Name+".snap")
+			seen[path] = true
+			t.Run(string(surface.deps.Surface)+"/"+st.Tool.Name, func(t *testing.T) {
+				raw, err := json.Marshal(st.Tool)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got bytes.Buffer
+				if err := json.Indent(&got, raw, "", "  "); err != nil {
+					t.Fatal(err)
+				}
+				got.WriteByte('\n')
+				if update {
+					if err := os.MkdirAll(surface.dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("no snapshot for %s (%v): run UPDATE_TOOLSNAPS=true go test ./tools/ and review the diff", st.Tool.Name, err)
+				}
+				if !bytes.Equal(normalize(want), normalize(got.Bytes())) {
+					t.Fatalf("tool %s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=true go test ./tools/\ngot:\n%s", st.Tool.Name, path, got.String())
+				}
+			})
+		}
+		files, err := filepath.Glob(filepath.Join(surface.dir, "*.snap"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if seen[f] {
+				continue
 			}
-			var got bytes.Buffer
-			if err := json.Indent(&got, raw, "", "  "); err != nil {
-				t.Fatal(err)
-			}
-			got.WriteByte('\n')
-			path := filepath.Join("__toolsnaps__", st.Tool.Name+".snap")
 			if update {
-				if err := os.MkdirAll("__toolsnaps__", 0o755); err != nil {
+				if err := os.Remove(f); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
+				continue
 			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("no snapshot for %s (%v): run UPDATE_TOOLSNAPS=true go test ./tools/ and review the diff", st.Tool.Name, err)
-			}
-			if !bytes.Equal(normalize(want), normalize(got.Bytes())) {
-				t.Fatalf("tool %s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=true go test ./tools/\ngot:\n%s", st.Tool.Name, path, got.String())
-			}
-		})
+			t.Errorf("snapshot %s belongs to no %s tool: delete it (UPDATE_TOOLSNAPS=true does)", f, surface.deps.Surface)
+		}
 	}
 }
 

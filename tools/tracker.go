@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,16 +22,30 @@ type Tracker interface {
 	GetWorkItem(ctx context.Context, r engine.ReadOptions, key string) (tracker.ItemRead, error)
 	ListWorkItems(ctx context.Context, r engine.ReadOptions, f tracker.ListFilter) (tracker.ItemList, error)
 	UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key string, ifMatch uint64, p tracker.ItemPatch) (tracker.ItemWrite, error)
+	CommentOnWorkItem(ctx context.Context, w engine.WriteOptions, key, author, body string) (tracker.ItemWrite, error)
+	MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, to string) (tracker.ItemWrite, error)
+	MergeWorkItems(ctx context.Context, w engine.WriteOptions, into string, duplicates []string) (tracker.ItemWrite, error)
+	TrashWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.ItemWrite, error)
+	RestoreWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.ItemWrite, error)
+	PurgeWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.PurgeResult, error)
+	SearchWorkItems(ctx context.Context, r engine.ReadOptions, query, project string, limit int) (tracker.SearchResult, error)
 }
 
 // Tool names, fixed by the contract.
 const (
-	NameCreateProject  = "create_project"
-	NameListProjects   = "list_projects"
-	NameCreateWorkItem = "create_work_item"
-	NameGetWorkItem    = "get_work_item"
-	NameListWorkItems  = "list_work_items"
-	NameUpdateWorkItem = "update_work_item"
+	NameCreateProject     = "create_project"
+	NameListProjects      = "list_projects"
+	NameCreateWorkItem    = "create_work_item"
+	NameGetWorkItem       = "get_work_item"
+	NameListWorkItems     = "list_work_items"
+	NameUpdateWorkItem    = "update_work_item"
+	NameSearchWorkItems   = "search_work_items"
+	NameCommentOnWorkItem = "comment_on_work_item"
+	NameMoveWorkItem      = "move_work_item"
+	NameMergeWorkItems    = "merge_work_items"
+	NameTrashWorkItem     = "trash_work_item"
+	NameRestoreWorkItem   = "restore_work_item"
+	NamePurgeWorkItem     = "purge_work_item"
 )
 
 const argOpID = "op_id"
@@ -47,8 +62,8 @@ var opIDParam = param{
 
 // Argument declarations shared across tools.
 var (
-	projectKeyDesc = "Project key: 2 to 10 upper-case letters and digits, starting with a letter (for example ENG). Work items of the project are keyed ENG-1, ENG-2, ..."
-	itemKeyDesc    = "Work item key: the project key, a hyphen and the item's number (for example ENG-8). Find keys with list_work_items."
+	projectKeyDesc = "Project key: 2-10 upper-case letters and digits, starting with a letter, like ENG; its items are keyed ENG-1, ENG-2, ..."
+	itemKeyDesc    = "Work item key, like ENG-8."
 	statusDesc     = "Status: one of " + strings.Join(tracker.Statuses, ", ") + "."
 	assigneeDesc   = "Who the item is assigned to (a name or handle); empty for nobody."
 )
@@ -113,7 +128,7 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Idempotent: a repeat with the same key has no further effect (it
 		// is refused already_exists), with or without op_id.
 		writeAnnotations("Create project", true),
-		mcp.WithOutputSchema[tracker.ProjectWrite]())
+		outputSchema[tracker.ProjectWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -139,7 +154,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	var params []param
 	tool := newTool(NameListProjects,
 		"List every project: its key, name and the last work item number given out. The answer says the read level and the log position it stands at.",
-		params, readAnnotations("List projects"), mcp.WithOutputSchema[tracker.ProjectList]())
+		params, readAnnotations("List projects"), outputSchema[tracker.ProjectList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
@@ -160,25 +175,32 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	}
 }
 
-// CreateWorkItem is create_work_item {project, title, description, status, assignee}.
+// CreateWorkItem is create_work_item {project, title, description, status,
+// assignee, tags, parent, depends_on}.
 func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
-		{name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the project the item belongs to (for example ENG); list_projects lists them."},
-		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "One-line title of the work item."},
-		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "Optional longer description (Markdown)."},
-		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Optional. " + statusDesc + " Default open."},
-		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Optional. " + assigneeDesc},
+		{name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Project key (ENG); list_projects lists them."},
+		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "One-line title."},
+		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "Markdown."},
+		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Default open."},
+		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "" + assigneeDesc},
+		tagsParam("tags", "Labels."),
+		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "Key of the parent item."},
+		keysParam("depends_on", "Keys of items this one depends on; each gets a blocks edge back."),
 	})
 	tool := newTool(NameCreateWorkItem,
-		d.writeDesc("Create a work item in a project. It gets the next key of the project (ENG-8); numbers are never reused. The answer carries the item with its version, which update_work_item takes as if_match."),
+		d.writeDesc("Create a work item; it gets the project's next key (ENG-8). Answers item (its version is update_work_item's if_match) and, with depends_on, a step per mirror edge."),
 		params,
 		// Not idempotent: each call without op_id creates another item.
 		writeAnnotations("Create work item", false),
-		mcp.WithOutputSchema[tracker.ItemWrite]())
+		outputSchema[tracker.ItemWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
 			r = checkProjectKey("project", a.str("project"))
+		}
+		if r == nil && a.str("parent") != "" {
+			r = checkItemKey("parent", a.str("parent"))
 		}
 		if r != nil {
 			return Refused(r), nil
@@ -193,15 +215,14 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Description: a.str("description"),
 			Status:      a.str("status"),
 			Assignee:    a.str("assignee"),
+			Tags:        a.strs("tags"),
+			Parent:      a.str("parent"),
+			DependsOn:   a.strs("depends_on"),
 		})
 		if err != nil {
-			return Failed(ctx, d.logger(), NameCreateWorkItem, opOf(res.WriteResult, w), err), nil
+			return d.gestureFailed(ctx, NameCreateWorkItem, res, w, err), nil
 		}
-		subject := "a work item in " + a.str("project")
-		if res.Item != nil {
-			subject = fmt.Sprintf("%s (version %d)", res.Item.Key, res.Item.Version)
-		}
-		return Answer(res, writeText(subject, res.WriteResult)), nil
+		return d.gestureAnswer(itemSubject("a work item in "+a.str("project"), res), res), nil
 	}
 }
 
@@ -209,8 +230,8 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{{name: "key", kind: kindString, required: true, nonEmpty: true, desc: itemKeyDesc}}
 	tool := newTool(NameGetWorkItem,
-		"Get one work item by key (ENG-8): title, description, status, assignee and version (pass the version as if_match to update_work_item). The answer says the read level and the log position it stands at.",
-		params, readAnnotations("Get work item"), mcp.WithOutputSchema[tracker.ItemRead]())
+		"Get a work item by key: its fields, tags, watchers, edges, parent, version (the if_match of update_work_item) and latest comments, with the read level and log position it stands at.",
+		params, readAnnotations("Get work item"), outputSchema[tracker.ItemRead]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
@@ -223,6 +244,9 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetWorkItem, "", err), nil
 		}
+		if res.Comments == nil {
+			res.Comments = []tracker.Comment{}
+		}
 		it := res.Item
 		text := fmt.Sprintf("%s [%s] %s%s, version %d (%s)", it.Key, it.Status, it.Title, assigned(it.Assignee), it.Version, readHead(res.ReadInfo))
 		if it.Description != "" {
@@ -232,22 +256,28 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	}
 }
 
-// ListWorkItems is list_work_items {project, status, assignee, limit, cursor}.
+// ListWorkItems is list_work_items {project, status, assignee, tag,
+// parent, limit, cursor}.
 func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{
-		{name: "project", kind: kindString, maxBytes: maxProjectKey, desc: "Optional. Only items of this project key (for example ENG)."},
-		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Optional. Only items with this status. " + statusDesc},
-		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Optional. Only items assigned to this name."},
-		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Optional. At most this many items (1 to %d, default %d).", tracker.MaxListLimit, tracker.DefaultListLimit)},
-		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "Optional. The next_cursor of the previous page, to get the page after it."},
+		{name: "project", kind: kindString, maxBytes: maxProjectKey, desc: "Only this project's items (ENG)."},
+		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Only items with this status."},
+		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Only items assigned to this name."},
+		{name: "tag", kind: kindString, maxBytes: tracker.MaxTagBytes, desc: "Only items with this tag."},
+		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "Only the children of this item key."},
+		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Page size, default %d.", tracker.DefaultListLimit)},
+		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "The previous page's next_cursor."},
 	}
 	tool := newTool(NameListWorkItems,
-		"List work items, filtered by project, status and assignee, a page at a time. When the answer has next_cursor, pass it as cursor for the next page. The answer says the read level, the log position it stands at and whether it is complete.",
-		params, readAnnotations("List work items"), mcp.WithOutputSchema[tracker.ItemList]())
+		"List work items (the trash left out), a page at a time: while the answer has next_cursor, pass it as cursor. Answers items, the read level, the position it stands at and whether it is complete.",
+		params, readAnnotations("List work items"), outputSchema[tracker.ItemList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil && a.has("project") {
 			r = checkProjectKey("project", a.str("project"))
+		}
+		if r == nil && a.has("parent") {
+			r = checkItemKey("parent", a.str("parent"))
 		}
 		if r != nil {
 			return Refused(r), nil
@@ -260,6 +290,8 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Project:  a.str("project"),
 			Status:   a.str("status"),
 			Assignee: a.str("assignee"),
+			Tag:      a.str("tag"),
+			Parent:   a.str("parent"),
 			Limit:    limit,
 			Cursor:   a.str("cursor"),
 		})
@@ -281,19 +313,36 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	}
 }
 
-// UpdateWorkItem is update_work_item {key, if_match, title, description, status, assignee}.
+// updateFields are update_work_item's arguments that change something.
+var updateFields = []string{"title", "description", "status", "assignee", "parent",
+	"add_tags", "remove_tags", "add_watchers", "remove_watchers",
+	"add_relations", "remove_relations", "add_dependencies", "remove_dependencies"}
+
+// UpdateWorkItem is update_work_item {key, if_match, title, description,
+// status, assignee, parent, add_/remove_ tags, watchers, relations,
+// dependencies}. Sets change by what is added and removed, never by
+// replacing the whole set, so two callers adding different tags both land.
 func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	fields := []string{"title", "description", "status", "assignee"}
+	relationKinds := []string{tracker.EdgeRelatesTo, tracker.EdgeDuplicates}
 	params := d.withOpID([]param{
 		{name: "key", kind: kindString, required: true, nonEmpty: true, desc: itemKeyDesc},
-		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The item's version you decided against (get_work_item answers it). If the item changed since, the update is refused stale: read it again and decide again."},
-		{name: "title", kind: kindString, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "Optional. New one-line title."},
-		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "Optional. New description (Markdown); empty clears it."},
-		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Optional. New status. " + statusDesc},
-		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Optional. New assignee; empty unassigns."},
+		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The version you read (get_work_item). If the item changed since, it is refused stale: read again, decide again."},
+		{name: "title", kind: kindString, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "New title."},
+		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "New Markdown; empty clears it."},
+		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "New status."},
+		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "New assignee; empty unassigns."},
+		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "New parent's key; empty detaches."},
+		tagsParam("add_tags", "Tags to add."),
+		tagsParam("remove_tags", "Tags to remove."),
+		tagsParam("add_watchers", "Watchers to add."),
+		tagsParam("remove_watchers", "Watchers to remove."),
+		{name: "add_relations", kind: kindEdges, maxItems: tracker.MaxEdges, enum: relationKinds, desc: "Edges to add, {kind, key}; the other item gets the mirror."},
+		{name: "remove_relations", kind: kindEdges, maxItems: tracker.MaxEdges, enum: relationKinds, desc: "Edges to remove, {kind, key}."},
+		keysParam("add_dependencies", "Keys this item comes to depend on; each gets a blocks edge back."),
+		keysParam("remove_dependencies", "Keys it no longer depends on."),
 	})
 	tool := newTool(NameUpdateWorkItem,
-		d.writeDesc("Change fields of a work item: pass only the fields to change, and the version you read as if_match. The answer carries the item at its new version."),
+		d.writeDesc("Change a work item: pass if_match and only what changes. Answers item at its new version; when edges change, a step per mirror (one_sided: mirrors left unknown)."),
 		params,
 		// Not destructive: it replaces only the named fields, only at the
 		// version the caller read (if_match), and every prior version stays
@@ -302,14 +351,17 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// repeat with the same arguments names a version that is no longer
 		// current and is refused stale, so it has no further effect.
 		writeAnnotations("Update work item", true),
-		mcp.WithOutputSchema[tracker.ItemWrite]())
+		outputSchema[tracker.ItemWrite]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil {
 			r = checkItemKey("key", a.str("key"))
 		}
-		if r == nil && !a.has("title") && !a.has("description") && !a.has("status") && !a.has("assignee") {
-			r = engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of %s.", strings.Join(fields, ", "))
+		if r == nil && a.str("parent") != "" {
+			r = checkItemKey("parent", a.str("parent"))
+		}
+		if r == nil && !slices.ContainsFunc(updateFields, a.has) {
+			r = engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of %s.", strings.Join(updateFields, ", "))
 		}
 		if r != nil {
 			return Refused(r), nil
@@ -319,20 +371,42 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			return Failed(ctx, d.logger(), NameUpdateWorkItem, "", werr), nil
 		}
 		res, err := d.Tracker.UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
-			Title:       a.strPtr("title"),
-			Description: a.strPtr("description"),
-			Status:      a.strPtr("status"),
-			Assignee:    a.strPtr("assignee"),
+			Title:          a.strPtr("title"),
+			Description:    a.strPtr("description"),
+			Status:         a.strPtr("status"),
+			Assignee:       a.strPtr("assignee"),
+			Parent:         a.strPtr("parent"),
+			AddTags:        a.strs("add_tags"),
+			RemoveTags:     a.strs("remove_tags"),
+			AddWatchers:    a.strs("add_watchers"),
+			RemoveWatchers: a.strs("remove_watchers"),
+			AddEdges:       append(a.edges("add_relations"), dependencies(a.strs("add_dependencies"))...),
+			RemoveEdges:    append(a.edges("remove_relations"), dependencies(a.strs("remove_dependencies"))...),
 		})
 		if err != nil {
-			return Failed(ctx, d.logger(), NameUpdateWorkItem, opOf(res.WriteResult, w), err), nil
+			return d.gestureFailed(ctx, NameUpdateWorkItem, res, w, err), nil
 		}
-		subject := a.str("key")
-		if res.Item != nil {
-			subject = fmt.Sprintf("%s (version %d)", res.Item.Key, res.Item.Version)
-		}
-		return Answer(res, writeText(subject, res.WriteResult)), nil
+		return d.gestureAnswer(itemSubject(a.str("key"), res), res), nil
 	}
+}
+
+// dependencies are depends_on edges to keys.
+func dependencies(keys []string) []tracker.Edge {
+	var out []tracker.Edge
+	for _, k := range keys {
+		out = append(out, tracker.Edge{Kind: tracker.EdgeDependsOn, Key: k})
+	}
+	return out
+}
+
+// tagsParam declares a list of tags or watchers.
+func tagsParam(name, desc string) param {
+	return param{name: name, kind: kindStrings, maxItems: tracker.MaxTags, nonEmpty: true, maxBytes: tracker.MaxTagBytes, desc: desc}
+}
+
+// keysParam declares a list of work item keys.
+func keysParam(name, desc string) param {
+	return param{name: name, kind: kindStrings, maxItems: tracker.MaxEdges, itemKeys: true, maxBytes: maxItemKey, desc: desc}
 }
 
 // opOf is the operation a failed write ran under: the one the service
@@ -356,6 +430,8 @@ func assigned(who string) string {
 const (
 	minProjectKey = 2
 	maxProjectKey = 10
+	// maxItemKey is a project key, a hyphen and an 18-digit number.
+	maxItemKey = maxProjectKey + 1 + 18
 )
 
 // checkProjectKey refuses a project key that is not 2 to 10 upper-case
@@ -401,3 +477,6 @@ func validNumber(s string) bool {
 	}
 	return true
 }
+
+// The tracker service is what the tools call.
+var _ Tracker = (*tracker.Service)(nil)

@@ -260,6 +260,7 @@ func TestChildFleet(t *testing.T) {
 		Nodes []struct {
 			Node    string `json:"node"`
 			Domains []struct {
+				Domain             string    `json:"domain"`
 				Seq                uint64    `json:"seq"`
 				AppliedThrough     uint64    `json:"applied_through"`
 				StreamCreatedAt    time.Time `json:"stream_created_at"`
@@ -274,8 +275,18 @@ func TestChildFleet(t *testing.T) {
 		t.Fatalf("--json: %+v", a)
 	}
 	for _, n := range a.Nodes {
-		if d := n.Domains[0]; d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
-			t.Fatalf("--json %s: %+v", n.Node, d)
+		found := false
+		for _, d := range n.Domains {
+			if d.Domain != "tracker" {
+				continue
+			}
+			found = true
+			if d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
+				t.Fatalf("--json %s: %+v", n.Node, d)
+			}
+		}
+		if !found {
+			t.Fatalf("--json %s has no tracker figures: %+v", n.Node, n.Domains)
 		}
 	}
 }

@@ -125,11 +125,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: AllowedHosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(n.Tracker(), Version(), logger)
+	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()))
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger), opts))
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), Logger: logger}))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), KB: n.Pages(), Logger: logger}))
 	api.Handle("/api/v1/retention", fleet.RetentionHandler(n.Retention()))
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -34,6 +35,8 @@ type Node struct {
 	tracker *statelog.Replica
 	svc     *tracker.Service
 	beat    *fleet.Register
+	pages   *statelog.Replica
+	kb      *kb.Service
 	units   *turns.Units
 	stop    chan struct{}
 	swept   chan struct{}
@@ -108,6 +111,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.svc = tracker.NewService(n.tracker, cfg.Clock)
+	if err := n.openPages(ctx); err != nil {
+		return n, err
+	}
 	if n.beat, err = fleet.StartRegister(ctx, fleet.RegisterConfig{JS: n.broker.JS, Node: cfg.Name,
 		Replicas: n.replicas(), BucketReplicas: max(cfg.Stream.Replicas, 1), Interval: cfg.HeartbeatInterval,
 		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
@@ -258,11 +264,38 @@ func (n *Node) Name() string { return n.cfg.Name }
 // Tracker is the tracker's service.
 func (n *Node) Tracker() *tracker.Service { return n.svc }
 
+// openPages opens the knowledge base's replica on the pages log, built
+// like the tracker's.
+func (n *Node) openPages(ctx context.Context) error {
+	cfg := n.cfg
+	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainPages], Domain: kb.Domain{},
+		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
+		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+	if cfg.Hooks.WrapLog != nil {
+		rc.Log = cfg.Hooks.WrapLog(engine.DomainPages, rc.Log)
+	}
+	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
+		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainPages, last) }
+	}
+	var err error
+	if n.pages, err = statelog.Open(ctx, rc); err != nil {
+		return err
+	}
+	n.kb = kb.NewService(n.pages, cfg.Clock)
+	return nil
+}
+
+// Pages is the knowledge base's service.
+func (n *Node) Pages() *kb.Service { return n.kb }
+
 // Replica returns a domain's replica, nil for a domain this node does not
 // replicate (yet).
 func (n *Node) Replica(d engine.Domain) *statelog.Replica {
-	if d == engine.DomainTracker {
+	switch d {
+	case engine.DomainTracker:
 		return n.tracker
+	case engine.DomainPages:
+		return n.pages
 	}
 	return nil
 }
@@ -281,6 +314,9 @@ func (n *Node) replicas() []*statelog.Replica {
 	var out []*statelog.Replica
 	if n.tracker != nil {
 		out = append(out, n.tracker)
+	}
+	if n.pages != nil {
+		out = append(out, n.pages)
 	}
 	return out
 }
@@ -318,6 +354,9 @@ func (n *Node) close() error {
 	}
 	if n.tracker != nil {
 		n.tracker.Close()
+	}
+	if n.pages != nil {
+		n.pages.Close()
 	}
 	if n.broker != nil {
 		n.broker.Close()

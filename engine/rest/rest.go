@@ -29,6 +29,7 @@ type Tracker interface {
 // not_found.
 type Config struct {
 	Tracker Tracker
+	KB      KB
 	Logger  *slog.Logger
 }
 

@@ -11,11 +11,11 @@ import (
 // base's (/api/v1/spaces, /api/v1/pages/{id}) and the replication answers'
 // (/api/v1/retention, Grammar false) go here, or in Handler's extra.
 func (s *server) routes() []Route {
-	return []Route{
+	return append([]Route{
 		{Pattern: "/api/v1/projects", Grammar: true, Serve: s.projects},
 		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "limit", "cursor"}, Serve: s.workItems},
 		{Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.workItem},
-	}
+	}, s.kbRoutes()...)
 }
 
 func (s *server) tracker() (Tracker, error) {

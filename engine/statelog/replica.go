@@ -288,6 +288,16 @@ func (r *Replica) QueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 	return st.QueryRowContext(ctx, args...)
 }
 
+// Query runs a hot multi-row query inside tx through a statement
+// prepared once per connection.
+func (r *Replica) Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	st, err := r.stmts.In(ctx, tx, query)
+	if err != nil {
+		return tx.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
 // Domain is the domain this replica applies.
 func (r *Replica) Domain() engine.Domain { return r.domain }
 

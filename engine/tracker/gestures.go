@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -48,6 +49,10 @@ func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.
 	return w.record(ctx, statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched}, verb, task, decide)
 }
 
+// pendingStepWait bounds how long a gesture waits for a pending step's
+// rows before it stops its walk.
+const pendingStepWait = 5 * time.Second
+
 // record writes one record under op (the gesture's own id for its first
 // step where that step is the whole write, a step id otherwise).
 func (w *walk) record(ctx context.Context, op statelog.Op, verb, task string, decide statelog.Decide) (bool, error) {
@@ -71,9 +76,22 @@ func (w *walk) record(ctx context.Context, op statelog.Op, verb, task string, de
 		return false, nil
 	case engine.Pending:
 		// The next step decides against this one's rows (its children, its
-		// new key): wait for them here rather than decide on a guess.
-		if err := w.s.replica.WaitApplied(ctx, wr.Seq); err != nil {
-			return false, err
+		// new key): wait for them here rather than decide on a guess, but
+		// no longer than a write waits for its own record. Past that the
+		// walk stops: what landed is durable, and running the gesture again
+		// under its id answers it and finishes the rest.
+		wctx, cancel := context.WithTimeout(ctx, pendingStepWait)
+		err := w.s.replica.WaitApplied(wctx, wr.Seq)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			w.ended = true
+			w.out.Outcome = engine.Pending
+			w.out.Message = fmt.Sprintf("Step %s of %s (op %s) is durable at %s but this node has not applied it yet, so the walk stopped before the steps that depend on it. Do not retry at once: once this node has caught up, call again with op_id %s and the same arguments to finish the rest; what landed is answered, not repeated.",
+				verb, task, op.ID, wr.Position, w.op.ID)
+			return false, nil
 		}
 	}
 	return true, nil

@@ -95,7 +95,10 @@ func newRig(t testing.TB, t0 time.Time, cfg ...node.Config) *rig {
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
-	c.Hooks.WrapLog = func(_ engine.Domain, l statelog.Log) statelog.Log {
+	c.Hooks.WrapLog = func(d engine.Domain, l statelog.Log) statelog.Log {
+		if d != engine.DomainTracker {
+			return l // only the tracker's log loses acks
+		}
 		r.log = &lossyLog{Log: l}
 		return r.log
 	}

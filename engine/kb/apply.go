@@ -1,0 +1,331 @@
+package kb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// Record kinds of the knowledge-base domain.
+const (
+	KindCreateSpace = "pages.create_space"
+	KindUpdateSpace = "pages.update_space"
+	KindCreatePage  = "pages.create_page"
+	KindUpdatePage  = "pages.update_page"
+	KindPurgePage   = "pages.purge_page"
+)
+
+// GateDeleted is the deletion gate's word on statelog_record_gated.
+const GateDeleted = "deleted"
+
+// The schema. kb_pages.n is the sequence of the record that created the
+// page: unique, the same on every node, and the integer rowid the search
+// index is keyed by. The index is an external-content FTS5 table kept in
+// step by triggers, so it changes in the same transaction as the rows (and
+// the checkpoint) and never disagrees with them. kb_titles_fts indexes the
+// titles alone, so finding the title matches of a common word reads the
+// titles' postings rather than every body's. kb_purged is the deletion
+// gate's marker: one row per purged page, kept for ever.
+const schema = `
+CREATE TABLE IF NOT EXISTS kb_spaces (
+	key              TEXT PRIMARY KEY,
+	name             TEXT NOT NULL,
+	page_template    TEXT NOT NULL DEFAULT '',
+	editing          TEXT NOT NULL DEFAULT 'open',
+	version          INTEGER NOT NULL,
+	settings_through INTEGER NOT NULL DEFAULT 0,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kb_pages (
+	n              INTEGER PRIMARY KEY,
+	id             TEXT NOT NULL UNIQUE,
+	space          TEXT NOT NULL,
+	parent         TEXT NOT NULL DEFAULT '',
+	title          TEXT NOT NULL,
+	body           TEXT NOT NULL,
+	version        INTEGER NOT NULL,
+	scoped_through INTEGER NOT NULL DEFAULT 0,
+	created_at     INTEGER NOT NULL,
+	updated_at     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kb_pages_tree ON kb_pages(space, parent, n);
+CREATE TABLE IF NOT EXISTS kb_purged (
+	id        TEXT PRIMARY KEY,
+	space     TEXT NOT NULL,
+	parent    TEXT NOT NULL,
+	seq       INTEGER NOT NULL,
+	purged_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS kb_pages_fts USING fts5(title, body, content='kb_pages', content_rowid='n', tokenize='porter unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS kb_titles_fts USING fts5(title, content='kb_pages', content_rowid='n', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS kb_pages_fts_ai AFTER INSERT ON kb_pages BEGIN
+	INSERT INTO kb_pages_fts(rowid, title, body) VALUES (new.n, new.title, new.body);
+	INSERT INTO kb_titles_fts(rowid, title) VALUES (new.n, new.title);
+END;
+CREATE TRIGGER IF NOT EXISTS kb_pages_fts_ad AFTER DELETE ON kb_pages BEGIN
+	INSERT INTO kb_pages_fts(kb_pages_fts, rowid, title, body) VALUES ('delete', old.n, old.title, old.body);
+	INSERT INTO kb_titles_fts(kb_titles_fts, rowid, title) VALUES ('delete', old.n, old.title);
+END;
+CREATE TRIGGER IF NOT EXISTS kb_pages_fts_au AFTER UPDATE OF title, body ON kb_pages BEGIN
+	INSERT INTO kb_pages_fts(kb_pages_fts, rowid, title, body) VALUES ('delete', old.n, old.title, old.body);
+	INSERT INTO kb_pages_fts(rowid, title, body) VALUES (new.n, new.title, new.body);
+	INSERT INTO kb_titles_fts(kb_titles_fts, rowid, title) VALUES ('delete', old.n, old.title);
+	INSERT INTO kb_titles_fts(rowid, title) VALUES (new.n, new.title);
+END;
+`
+
+// Subjects of the pages stream: one per space (its creation and
+// settings) and one per page (its creation, edits, moves and purge).
+func spaceSubject(key string) string {
+	return statelog.SubjectPrefix(engine.DomainPages) + "space." + key
+}
+
+func pageSubject(id string) string {
+	return statelog.SubjectPrefix(engine.DomainPages) + "page." + id
+}
+
+// pageOfSubject returns the page id a subject is about, if it is a page's.
+func pageOfSubject(subject string) (string, bool) {
+	return strings.CutPrefix(subject, statelog.SubjectPrefix(engine.DomainPages)+"page.")
+}
+
+// Scopes a record declares.
+func spaceScope(key string) string { return "space:" + key }
+func pageScope(id string) string   { return "page:" + id }
+
+// Payloads.
+type createSpace struct {
+	Key  string `json:"key"`
+	Name string `json:"name"`
+}
+
+type updateSpace struct {
+	Key          string  `json:"key"`
+	Name         *string `json:"name,omitempty"`
+	PageTemplate *string `json:"page_template,omitempty"`
+	Editing      *string `json:"editing,omitempty"`
+}
+
+type createPage struct {
+	ID     string `json:"id"`
+	Space  string `json:"space"`
+	Parent string `json:"parent,omitempty"`
+	Title  string `json:"title"`
+	Body   string `json:"body"`
+}
+
+type updatePage struct {
+	ID     string  `json:"id"`
+	Title  *string `json:"title,omitempty"`
+	Body   *string `json:"body,omitempty"`
+	Parent *string `json:"parent,omitempty"`
+}
+
+type purgePage struct {
+	ID string `json:"id"`
+}
+
+// Domain is the knowledge base as the replication framework drives it.
+type Domain struct{}
+
+var _ statelog.GatedDomain = Domain{}
+
+// Name is "pages": the knowledge base's records go on crewlet.pages.….
+func (Domain) Name() engine.Domain { return engine.DomainPages }
+
+// Schema is the knowledge base's tables and search index.
+func (Domain) Schema() string { return schema }
+
+// Gates is the deletion gate.
+func (Domain) Gates() []statelog.Gate { return []statelog.Gate{deletionGate{}} }
+
+// Apply writes one record's rows. Every rule is decided from the rows
+// alone, so every node reaches the same ones: a record that is moot here
+// (its space or page gone) writes nothing, a parent that is gone or would
+// close a cycle is not taken, and a page is never left under a parent that
+// does not exist.
+func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
+	ts := at.Time.UnixNano()
+	switch rec.Kind {
+	case KindCreateSpace:
+		var p createSpace
+		if json.Unmarshal(rec.Payload, &p) != nil {
+			return nil // undecodable payload of a known kind: moot
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO kb_spaces(key, name, version, created_at, updated_at) VALUES(?,?,?,?,?)
+			ON CONFLICT(key) DO NOTHING`, p.Key, p.Name, at.Seq, ts, ts)
+		return err
+	case KindUpdateSpace:
+		var p updateSpace
+		if json.Unmarshal(rec.Payload, &p) != nil {
+			return nil
+		}
+		if p.Editing != nil && *p.Editing != EditingOpen && *p.Editing != EditingLocked {
+			p.Editing = nil
+		}
+		settings := p.PageTemplate != nil || p.Editing != nil
+		_, err := tx.ExecContext(ctx, `UPDATE kb_spaces SET name = coalesce(?, name), page_template = coalesce(?, page_template),
+			editing = coalesce(?, editing), version = ?, settings_through = CASE WHEN ? THEN ? ELSE settings_through END, updated_at = ?
+			WHERE key = ?`, p.Name, p.PageTemplate, p.Editing, at.Seq, settings, at.Seq, ts, p.Key)
+		return err
+	case KindCreatePage:
+		var p createPage
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+			// A page record names its page by its subject, which is what the
+			// deletion gate holds; one naming another page is moot.
+			return nil
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM kb_spaces WHERE key = ?`, p.Space).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		parent, err := liveParent(ctx, tx, p.Space, p.Parent)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO kb_pages(n, id, space, parent, title, body, version, created_at, updated_at)
+			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`, at.Seq, p.ID, p.Space, parent, p.Title, p.Body, at.Seq, ts, ts)
+		return err
+	case KindUpdatePage:
+		var p updatePage
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+			return nil
+		}
+		var space, parent string
+		err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.Parent != nil && *p.Parent != parent {
+			ok, err := canMove(ctx, tx, space, p.ID, *p.Parent)
+			if err != nil {
+				return err
+			}
+			if ok {
+				parent = *p.Parent
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE kb_pages SET title = coalesce(?, title), body = coalesce(?, body), parent = ?,
+			version = ?, updated_at = ? WHERE id = ?`, p.Title, p.Body, parent, at.Seq, ts, p.ID)
+		return err
+	case KindPurgePage:
+		var p purgePage
+		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+			return nil
+		}
+		var space, parent string
+		err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// The marker is written whether or not the page is here: it is
+		// what holds every later record about the page, on every node.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO kb_purged(id, space, parent, seq, purged_at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
+			p.ID, space, parent, at.Seq, ts); err != nil {
+			return err
+		}
+		if space == "" {
+			return nil
+		}
+		// The children are re-filed where the page stood, never orphaned.
+		// They are not what the record is about, so their version stays and
+		// scoped_through carries the purge.
+		if _, err := tx.ExecContext(ctx, `UPDATE kb_pages SET parent = ?, scoped_through = ? WHERE space = ? AND parent = ?`,
+			parent, at.Seq, space, p.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM kb_pages WHERE id = ?`, p.ID)
+		return err
+	}
+	// A kind this build does not know, at a format version it claims to
+	// read: apply nothing rather than guess.
+	return nil
+}
+
+// liveParent is the parent a new page is filed under: the one it names
+// while that page exists in the same space, else the top of the space (the
+// parent was purged between the decision and the apply).
+func liveParent(ctx context.Context, tx *sql.Tx, space, parent string) (string, error) {
+	if parent == "" {
+		return "", nil
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM kb_pages WHERE id = ? AND space = ?`, parent, space).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return parent, err
+}
+
+// canMove reports whether page may sit under parent: the top of the space
+// always, otherwise a page of the same space that is neither page itself
+// nor below it (which would cut the subtree off in a cycle).
+func canMove(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, space, page, parent string) (bool, error) {
+	if parent == "" {
+		return true, nil
+	}
+	if parent == page {
+		return false, nil
+	}
+	var inSpace, cycle int
+	err := q.QueryRowContext(ctx, `WITH RECURSIVE up(id, depth) AS (
+			SELECT ?, 0
+			UNION ALL
+			SELECT p.parent, up.depth + 1 FROM kb_pages p JOIN up ON p.id = up.id WHERE p.parent != '' AND up.depth < 100000
+		)
+		SELECT (SELECT count(*) FROM kb_pages WHERE id = ? AND space = ?), (SELECT count(*) FROM up WHERE id = ?)`,
+		parent, parent, space, page).Scan(&inSpace, &cycle)
+	if err != nil {
+		return false, err
+	}
+	return inSpace == 1 && cycle == 0, nil
+}
+
+// deletionGate drops every record about a purged page that comes after
+// its purge: a record on the page's subject, or one whose declared scope
+// names the page, whoever wrote it and however late it arrives.
+type deletionGate struct{}
+
+func (deletionGate) Name() string { return GateDeleted }
+
+func (deletionGate) Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) (bool, error) {
+	ids := make([]string, 0, 2)
+	if id, ok := pageOfSubject(rec.Subject); ok {
+		ids = append(ids, id)
+	}
+	for _, s := range rec.Scope {
+		if id, ok := strings.CutPrefix(s, "page:"); ok {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		var at uint64
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM kb_purged WHERE id = ?`, id).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if seq > at {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,168 @@
+package kb
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/crewlet/crewlet/engine"
+)
+
+// SearchNote is the sentence every search answer carries: the Read
+// Consistency page's "what the floor does not reach".
+const SearchNote = "Ranked search carries no read-your-writes floor: it reads the index this node builds behind its own rows, which no log position describes, so a page written a moment ago may not be found yet. get_page finds it by id, list_pages by its space."
+
+// matchQuery turns user text into an FTS5 query that can only mean "these
+// words": every word becomes a quoted phrase (a double quote inside is
+// doubled), so nothing in it is parsed as a column, an operator or syntax
+// (node-3 would otherwise be column "node" minus 3). A word ending in *
+// keeps it outside the quotes, as a prefix match. Words with no letter or
+// digit carry no token and are dropped. The phrases are ANDed.
+func matchQuery(q string) []string {
+	var phrases []string
+	for _, w := range strings.Fields(q) {
+		prefix := false
+		if strings.HasSuffix(w, "*") {
+			w = strings.TrimRight(w, "*")
+			prefix = true
+		}
+		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		ph := `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		if prefix {
+			ph += "*"
+		}
+		phrases = append(phrases, ph)
+	}
+	return phrases
+}
+
+// The search ranks every page whose title holds all the words before the
+// rest (title_match), whatever bm25 says of the bodies. It runs in up to
+// three steps, so a common word costs no more than the bare MATCH it
+// stands on:
+//
+//  1. the best title matches, up to the limit, from the titles' own index
+//     (whose postings are a small fraction of the bodies'), ranked by the
+//     title's bm25;
+//  2. only when they do not fill the limit, the best matches anywhere,
+//     ranked by bm25 over the whole page with a title weighted ten times a
+//     body, of which fewer than the limit are title matches already taken;
+//  3. the snippet of each title match kept.
+//
+// Both rankings order by FTS5's own rank column, which the module sorts
+// itself: SQLite then evaluates the selected columns — snippet() above
+// all, which reads the row's text — for the rows the LIMIT keeps, not for
+// every match. Score is the rank within the hit's group (lower is better);
+// the two groups' scores are on different scales.
+const (
+	titleRankSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f
+	WHERE kb_titles_fts MATCH ?1 ORDER BY f.rank LIMIT ?2`
+	titleRankInSpaceSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f JOIN kb_pages p ON p.n = f.rowid
+	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 ORDER BY f.rank LIMIT ?2`
+	rankSQL = `SELECT f.rowid, f.rank, p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
+	FROM kb_pages_fts f JOIN kb_pages p ON p.n = f.rowid
+	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) ORDER BY f.rank LIMIT ?2`
+	titleHitSQL = `SELECT p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
+	FROM kb_pages_fts JOIN kb_pages p ON p.n = kb_pages_fts.rowid WHERE kb_pages_fts MATCH ?1 AND kb_pages_fts.rowid = ?2`
+)
+
+type ranked struct {
+	n     int64
+	score float64
+}
+
+func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int) ([]ranked, error) {
+	q := titleRankSQL
+	if space != "" {
+		q = titleRankInSpaceSQL
+	}
+	rows, err := tx.QueryContext(ctx, q, match, limit, space)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ranked
+	for rows.Next() {
+		var r ranked
+		if err := rows.Scan(&r.n, &r.score); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SearchKnowledge finds pages by words in their titles and bodies, best
+// first, with a snippet around the match. The answer is served at the
+// level asked and carries no read-your-writes floor: a MinPosition (a
+// seat's floor) is not waited for, and the answer's note says so.
+func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q SearchQuery) (SearchResult, error) {
+	if err := checkText("query", q.Query, MaxQueryBytes, true); err != nil {
+		return SearchResult{}, err
+	}
+	phrases := matchQuery(q.Query)
+	if len(phrases) == 0 {
+		return SearchResult{}, invalid("query %q holds no word to search for (letters or digits); give one or more words.", q.Query)
+	}
+	if q.Space != "" {
+		if err := checkSpaceKey("space", q.Space); err != nil {
+			return SearchResult{}, err
+		}
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultSearchLimit
+	}
+	if q.Limit < 0 || q.Limit > MaxSearchLimit {
+		return SearchResult{}, invalid("limit %d is out of range; give 1 to %d.", q.Limit, MaxSearchLimit)
+	}
+	all := strings.Join(phrases, " ")
+	r = linearizable(r)
+	r.MinPosition = nil
+	out := SearchResult{Hits: []Hit{}}
+	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
+		if q.Space != "" {
+			if _, err := getSpace(ctx, tx, q.Space); err == sql.ErrNoRows {
+				return notFoundSpace(q.Space)
+			} else if err != nil {
+				return err
+			}
+		}
+		titles, err := titleRank(ctx, tx, all, q.Space, q.Limit)
+		if err != nil {
+			return err
+		}
+		for _, r := range titles {
+			h := Hit{TitleMatch: true, Score: r.score}
+			if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+				return err
+			}
+			out.Hits = append(out.Hits, h)
+		}
+		if len(titles) == q.Limit {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, rankSQL, all, q.Limit+len(titles), q.Space)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() && len(out.Hits) < q.Limit {
+			var n int64
+			var h Hit
+			if err := rows.Scan(&n, &h.Score, &h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(titles, func(r ranked) bool { return r.n == n }) {
+				out.Hits = append(out.Hits, h)
+			}
+		}
+		return rows.Err()
+	})
+	info.Note = SearchNote
+	out.ReadInfo = info
+	return out, err
+}

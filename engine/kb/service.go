@@ -1,0 +1,616 @@
+package kb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/ledger"
+)
+
+// Service is the knowledge base's decide side: it validates input, decides
+// against the local rows, and hands records to the write path.
+type Service struct {
+	replica *statelog.Replica
+	clock   engine.Clock
+}
+
+// NewService builds the service over the pages replica.
+func NewService(r *statelog.Replica, clock engine.Clock) *Service {
+	if clock == nil {
+		clock = engine.SystemClock{}
+	}
+	return &Service{replica: r, clock: clock}
+}
+
+// Replica is the pages replica (tests and benchmarks reach the framework
+// through it).
+func (s *Service) Replica() *statelog.Replica { return s.replica }
+
+var (
+	spaceKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
+	pageIDRE   = regexp.MustCompile(`^pg_[0-9a-f]{32}$`)
+)
+
+func invalid(format string, args ...any) error {
+	return engine.Refuse(engine.CodeInvalidArgument, format, args...)
+}
+
+func checkText(field, v string, maxBytes int, required bool) error {
+	if !utf8.ValidString(v) {
+		return invalid("%s is not valid UTF-8 text; pass it as plain text.", field)
+	}
+	if required && strings.TrimSpace(v) == "" {
+		return invalid("%s is empty; give a non-empty %s.", field, field)
+	}
+	if len(v) > maxBytes {
+		return invalid("%s is %d bytes; at most %d are accepted. Shorten it.", field, len(v), maxBytes)
+	}
+	return nil
+}
+
+func checkSpaceKey(field, key string) error {
+	if !spaceKeyRE.MatchString(key) {
+		return invalid("%s %q is not a space key: 2-10 upper-case letters and digits starting with a letter (e.g. DOCS); list_spaces shows them.", field, key)
+	}
+	return nil
+}
+
+func checkPageID(field, id string) error {
+	if !pageIDRE.MatchString(id) {
+		return invalid("%s %q is not a page id like pg_0193…; create_page, list_pages and search_knowledge answer page ids.", field, id)
+	}
+	return nil
+}
+
+func checkEditing(v string) error {
+	if !slices.Contains(EditingValues, v) {
+		return invalid("editing %q is not one of %s.", v, strings.Join(EditingValues, ", "))
+	}
+	return nil
+}
+
+// opFor returns the operation a write runs under: the one the caller
+// brought back (which must name this very write and call), the one a seat
+// derives from its turn, or a fresh one sealed to the call.
+func (s *Service) opFor(w engine.WriteOptions, verb, object string) (statelog.Op, error) {
+	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
+	if err != nil {
+		var ce *ledger.CallError
+		if errors.As(err, &ce) && ce.Reused {
+			return op, engine.Refuse(engine.CodeOpReused, "%s.", strings.TrimSuffix(ce.Msg, "."))
+		}
+		return op, invalid("%s.", strings.TrimSuffix(err.Error(), "."))
+	}
+	return op, nil
+}
+
+func linearizable(r engine.ReadOptions) engine.ReadOptions {
+	if r.Level == "" {
+		r.Level = engine.Linearizable
+	}
+	return r
+}
+
+// pageID derives a page's id from the operation that creates it, so a
+// retried create answers the page the first copy filed.
+func pageID(op statelog.Op) string { return "pg_" + strings.ReplaceAll(op.ID.UUID.String(), "-", "") }
+
+type querier interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+const spaceColumns = `key, name, page_template, editing, version, settings_through,
+	(SELECT count(*) FROM kb_pages WHERE kb_pages.space = kb_spaces.key), created_at, updated_at`
+
+func scanSpace(sc interface{ Scan(...any) error }) (Space, error) {
+	var sp Space
+	var created, updated int64
+	err := sc.Scan(&sp.Key, &sp.Name, &sp.PageTemplate, &sp.Editing, &sp.Version, &sp.SettingsThrough, &sp.Pages, &created, &updated)
+	sp.CreatedAt, sp.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return sp, err
+}
+
+func getSpace(ctx context.Context, q querier, key string) (Space, error) {
+	return scanSpace(q.QueryRowContext(ctx, `SELECT `+spaceColumns+` FROM kb_spaces WHERE key = ?`, key))
+}
+
+func notFoundSpace(key string) error {
+	return engine.Refuse(engine.CodeNotFound, "space %s does not exist; list_spaces shows the spaces, or create_space files it.", key)
+}
+
+// A page's scoped_through is the later of the records that rewrote its
+// row without being about it and the space's last settings record, which
+// covers every page in the space.
+const pageColumns = `p.id, p.space, p.parent, p.title, p.body, s.editing, p.version,
+	max(p.scoped_through, s.settings_through), p.created_at, p.updated_at`
+
+func scanPage(sc interface{ Scan(...any) error }) (Page, error) {
+	var pg Page
+	var created, updated int64
+	err := sc.Scan(&pg.ID, &pg.Space, &pg.Parent, &pg.Title, &pg.Body, &pg.Editing, &pg.Version, &pg.ScopedThrough, &created, &updated)
+	pg.CreatedAt, pg.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return pg, err
+}
+
+func (s *Service) getPage(ctx context.Context, tx *sql.Tx, id string) (Page, error) {
+	return scanPage(s.replica.QueryRow(ctx, tx, `SELECT `+pageColumns+` FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.id = ?`, id))
+}
+
+// purgedAt returns the sequence a page was purged at, 0 when it was not.
+func purgedAt(ctx context.Context, q querier, id string) (uint64, error) {
+	var seq uint64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM kb_purged WHERE id = ?`, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+// pageMissing refuses a page this node holds no row for: deleted (for
+// good, naming the purge's position) where a purge destroyed it, else
+// not_found.
+func (s *Service) pageMissing(ctx context.Context, q querier, field, id string) error {
+	at, err := purgedAt(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if at > 0 {
+		p := s.replica.Position(at)
+		ref := engine.Refuse(engine.CodeDeleted, "%s %s was purged at %s; every record about it applies nowhere, for ever. Create a new page instead.", field, id, p.Token())
+		ref.Position = &p
+		return ref
+	}
+	return engine.Refuse(engine.CodeNotFound, "%s %s does not exist; list_pages shows a space's pages and search_knowledge finds them by words.", field, id)
+}
+
+func lockedSpace(key string) error {
+	return invalid("space %s is locked (its editing setting), so its pages take no edits; update_space with editing=open opens it.", key)
+}
+
+// CreateSpace files a space under key with a name. Its settings start
+// open with no page template.
+func (s *Service) CreateSpace(ctx context.Context, w engine.WriteOptions, key, name string) (SpaceWrite, error) {
+	if err := checkSpaceKey("space key", key); err != nil {
+		return SpaceWrite{}, err
+	}
+	if err := checkText("name", name, MaxNameBytes, true); err != nil {
+		return SpaceWrite{}, err
+	}
+	op, err := s.opFor(w, "create_space", key)
+	if err != nil {
+		return SpaceWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		if _, err := getSpace(ctx, tx, key); err == nil {
+			return nil, engine.Refuse(engine.CodeAlreadyExists, "space %s already exists; use it, or choose another key.", key)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: KindCreateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
+			Payload: createSpace{Key: key, Name: name}}, nil
+	})
+	return s.spaceAnswer(ctx, wr, err, key)
+}
+
+// UpdateSpace changes a space's name or settings. With ifMatch set, it
+// applies only while the space's version is that one, else refuses stale
+// naming the current version. A settings record (page_template, editing)
+// declares the whole space as its scope: it covers every page in it.
+func (s *Service) UpdateSpace(ctx context.Context, w engine.WriteOptions, key string, ifMatch uint64, p SpacePatch) (SpaceWrite, error) {
+	if err := checkSpaceKey("space key", key); err != nil {
+		return SpaceWrite{}, err
+	}
+	if p.Name == nil && p.PageTemplate == nil && p.Editing == nil {
+		return SpaceWrite{}, invalid("nothing to update: give at least one of name, page_template, editing.")
+	}
+	if p.Name != nil {
+		if err := checkText("name", *p.Name, MaxNameBytes, true); err != nil {
+			return SpaceWrite{}, err
+		}
+	}
+	if p.PageTemplate != nil {
+		if err := checkText("page_template", *p.PageTemplate, MaxBodyBytes, false); err != nil {
+			return SpaceWrite{}, err
+		}
+	}
+	if p.Editing != nil {
+		if err := checkEditing(*p.Editing); err != nil {
+			return SpaceWrite{}, err
+		}
+	}
+	op, err := s.opFor(w, "update_space", key)
+	if err != nil {
+		return SpaceWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		sp, err := getSpace(ctx, tx, key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFoundSpace(key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ifMatch != 0 && sp.Version != ifMatch {
+			ref := engine.Refuse(engine.CodeStale, "space %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, sp.Version, ifMatch, sp.Version)
+			return nil, ref.With("current_version", sp.Version)
+		}
+		return &statelog.Proposal{Kind: KindUpdateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
+			Payload: updateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}}, nil
+	})
+	return s.spaceAnswer(ctx, wr, err, key)
+}
+
+func (s *Service) spaceAnswer(ctx context.Context, wr statelog.Written, err error, key string) (SpaceWrite, error) {
+	out := SpaceWrite{WriteResult: wr.WriteResult}
+	if err != nil || wr.Outcome != engine.Applied {
+		return out, err
+	}
+	var sp Space
+	_, rerr := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		sp, err = getSpace(ctx, tx, key)
+		return err
+	})
+	if rerr == nil {
+		out.Space = &sp
+	} else if !errors.Is(rerr, sql.ErrNoRows) {
+		return out, rerr
+	}
+	return out, nil
+}
+
+// ListSpaces lists every space in key order with its settings and how
+// many pages it holds.
+func (s *Service) ListSpaces(ctx context.Context, r engine.ReadOptions) (SpaceList, error) {
+	out := SpaceList{Spaces: []Space{}}
+	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+spaceColumns+` FROM kb_spaces ORDER BY key`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			sp, err := scanSpace(rows)
+			if err != nil {
+				return err
+			}
+			out.Spaces = append(out.Spaces, sp)
+		}
+		return rows.Err()
+	})
+	out.ReadInfo = info
+	return out, err
+}
+
+// CreatePage files a page in a space, under parent (empty: at the top).
+// An empty body takes the space's page template. The page's id derives
+// from the operation, so a retried create answers the page the first copy
+// filed.
+func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewPage) (PageWrite, error) {
+	if err := checkSpaceKey("space", in.Space); err != nil {
+		return PageWrite{}, err
+	}
+	if err := checkText("title", in.Title, MaxTitleBytes, true); err != nil {
+		return PageWrite{}, err
+	}
+	if err := checkText("body", in.Body, MaxBodyBytes, false); err != nil {
+		return PageWrite{}, err
+	}
+	if in.Parent != "" {
+		if err := checkPageID("parent", in.Parent); err != nil {
+			return PageWrite{}, err
+		}
+	}
+	op, err := s.opFor(w, "create_page", in.Space)
+	if err != nil {
+		return PageWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	id := pageID(op)
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		sp, err := getSpace(ctx, tx, in.Space)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFoundSpace(in.Space)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sp.Editing == EditingLocked {
+			return nil, lockedSpace(in.Space)
+		}
+		if in.Parent != "" {
+			parent, err := s.getPage(ctx, tx, in.Parent)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, s.pageMissing(ctx, tx, "parent", in.Parent)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if parent.Space != in.Space {
+				return nil, invalid("parent %s is in space %s, not %s; a page's parent is a page of its own space.", in.Parent, parent.Space, in.Space)
+			}
+		}
+		body := in.Body
+		if body == "" {
+			body = sp.PageTemplate
+		}
+		return &statelog.Proposal{Kind: KindCreatePage, Subject: pageSubject(id), Scope: []string{spaceScope(in.Space), pageScope(id)},
+			Payload: createPage{ID: id, Space: in.Space, Parent: in.Parent, Title: in.Title, Body: body}}, nil
+	})
+	out, err := s.pageAnswer(ctx, wr, err, id)
+	if err == nil && out.Page != nil && out.Page.Parent != in.Parent && !wr.Replayed {
+		out.Message = "The parent was purged before this page applied, so the page was filed at the top of its space; update_page moves it."
+	}
+	return out, err
+}
+
+// pageAnswer renders a write's answer with the page as this node's rows
+// hold it: on a replayed answer that is the first copy's page, never what
+// this attempt decided.
+func (s *Service) pageAnswer(ctx context.Context, wr statelog.Written, err error, id string) (PageWrite, error) {
+	out := PageWrite{WriteResult: wr.WriteResult}
+	if err != nil || wr.Outcome != engine.Applied {
+		return out, err
+	}
+	var pg Page
+	_, rerr := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		pg, err = s.getPage(ctx, tx, id)
+		return err
+	})
+	if rerr == nil {
+		out.Page = &pg
+	} else if !errors.Is(rerr, sql.ErrNoRows) {
+		return out, rerr
+	}
+	return out, nil
+}
+
+// GetPage reads one page by id, body included.
+func (s *Service) GetPage(ctx context.Context, r engine.ReadOptions, id string) (PageRead, error) {
+	if err := checkPageID("id", id); err != nil {
+		return PageRead{}, err
+	}
+	var out PageRead
+	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+		pg, err := s.getPage(ctx, tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return s.pageMissing(ctx, tx, "page", id)
+		}
+		out.Page = pg
+		return err
+	})
+	out.ReadInfo = info
+	return out, err
+}
+
+// ListPages lists a space's pages in creation order, a page at a time:
+// the whole space, its top-level pages, or one page's children.
+func (s *Service) ListPages(ctx context.Context, r engine.ReadOptions, f PageFilter) (PageList, error) {
+	if err := checkSpaceKey("space", f.Space); err != nil {
+		return PageList{}, err
+	}
+	if f.Parent != nil && *f.Parent != "" {
+		if err := checkPageID("parent", *f.Parent); err != nil {
+			return PageList{}, err
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return PageList{}, invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
+	}
+	var after int64
+	if f.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		n, perr := strconv.ParseInt(strings.TrimPrefix(string(raw), "n:"), 10, 64)
+		if err != nil || perr != nil || !strings.HasPrefix(string(raw), "n:") || n < 0 {
+			return PageList{}, invalid("cursor %q is not one a previous page returned; start again without it.", f.Cursor)
+		}
+		after = n
+	}
+	out := PageList{Pages: []PageSummary{}}
+	var lastN int64
+	more := false
+	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := getSpace(ctx, tx, f.Space); errors.Is(err, sql.ErrNoRows) {
+			return notFoundSpace(f.Space)
+		} else if err != nil {
+			return err
+		}
+		q := `SELECT p.n, p.id, p.space, p.parent, p.title,
+			(SELECT count(*) FROM kb_pages c WHERE c.space = p.space AND c.parent = p.id),
+			p.version, max(p.scoped_through, s.settings_through), p.updated_at
+			FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.space = ? AND p.n > ?`
+		args := []any{f.Space, after}
+		if f.Parent != nil {
+			q += ` AND p.parent = ?`
+			args = append(args, *f.Parent)
+		}
+		q += ` ORDER BY p.n LIMIT ?`
+		args = append(args, f.Limit+1)
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ps PageSummary
+			var n, updated int64
+			if err := rows.Scan(&n, &ps.ID, &ps.Space, &ps.Parent, &ps.Title, &ps.Children, &ps.Version, &ps.ScopedThrough, &updated); err != nil {
+				return err
+			}
+			ps.UpdatedAt = time.Unix(0, updated).UTC()
+			if len(out.Pages) == f.Limit {
+				more = true
+				continue
+			}
+			out.Pages = append(out.Pages, ps)
+			lastN = n
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if f.Parent != nil && *f.Parent != "" {
+			if _, err := s.getPage(ctx, tx, *f.Parent); errors.Is(err, sql.ErrNoRows) {
+				return s.pageMissing(ctx, tx, "parent", *f.Parent)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	out.ReadInfo = info
+	if err == nil && more {
+		// One more row was there: the next page starts after this one.
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("n:" + strconv.FormatInt(lastN, 10)))
+	}
+	return out, err
+}
+
+// UpdatePage changes a page's title or body, or moves it under another
+// parent of its space ("" for the top). ifMatch is the version the caller
+// decided against; a page that moved on since is refused stale naming its
+// current version. A move under the page itself or below it is refused: a
+// move re-parents, it never cuts a subtree off in a cycle.
+func (s *Service) UpdatePage(ctx context.Context, w engine.WriteOptions, id string, ifMatch uint64, p PagePatch) (PageWrite, error) {
+	if err := checkPageID("id", id); err != nil {
+		return PageWrite{}, err
+	}
+	if ifMatch == 0 {
+		return PageWrite{}, invalid("if_match is missing: pass the page's version you read (get_page answers it).")
+	}
+	if p.Title == nil && p.Body == nil && p.Parent == nil {
+		return PageWrite{}, invalid("nothing to update: give at least one of title, body, parent.")
+	}
+	if p.Title != nil {
+		if err := checkText("title", *p.Title, MaxTitleBytes, true); err != nil {
+			return PageWrite{}, err
+		}
+	}
+	if p.Body != nil {
+		if err := checkText("body", *p.Body, MaxBodyBytes, false); err != nil {
+			return PageWrite{}, err
+		}
+	}
+	if p.Parent != nil && *p.Parent != "" {
+		if err := checkPageID("parent", *p.Parent); err != nil {
+			return PageWrite{}, err
+		}
+		if *p.Parent == id {
+			return PageWrite{}, invalid("a page cannot be its own parent; give another page of its space, or \"\" for the top.")
+		}
+	}
+	op, err := s.opFor(w, "update_page", id)
+	if err != nil {
+		return PageWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		pg, err := s.getPage(ctx, tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, s.pageMissing(ctx, tx, "page", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if pg.Version != ifMatch {
+			ref := engine.Refuse(engine.CodeStale, "page %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", id, pg.Version, ifMatch, pg.Version)
+			return nil, ref.With("current_version", pg.Version)
+		}
+		if pg.Editing == EditingLocked {
+			return nil, lockedSpace(pg.Space)
+		}
+		if p.Parent != nil && *p.Parent != pg.Parent && *p.Parent != "" {
+			parent, err := s.getPage(ctx, tx, *p.Parent)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil, s.pageMissing(ctx, tx, "parent", *p.Parent)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if parent.Space != pg.Space {
+				return nil, invalid("parent %s is in space %s, not %s; a page moves within its own space (to move it to another, create it there).", *p.Parent, parent.Space, pg.Space)
+			}
+			ok, err := canMove(ctx, tx, pg.Space, id, *p.Parent)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, invalid("parent %s is below page %s, so the move would make a cycle; move it under a page outside its own subtree, or \"\" for the top.", *p.Parent, id)
+			}
+		}
+		return &statelog.Proposal{Kind: KindUpdatePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
+			Payload: updatePage{ID: id, Title: p.Title, Body: p.Body, Parent: p.Parent}}, nil
+	})
+	out, err := s.pageAnswer(ctx, wr, err, id)
+	if err == nil && out.Page != nil && p.Parent != nil && out.Page.Parent != *p.Parent && !wr.Replayed {
+		out.Message = "The move was not taken: by the time it applied, the new parent was gone or below this page (a concurrent move), so the page kept its parent. The other fields applied."
+	}
+	return out, err
+}
+
+// PurgePage destroys a page for good (operator only): its row and its
+// search entry go, its children are re-filed where it stood (under its
+// parent, or at the top of the space), and a marker makes every later
+// record about it apply nowhere. The record declares the whole space as
+// its scope, since it re-files pages in it.
+func (s *Service) PurgePage(ctx context.Context, w engine.WriteOptions, id string) (PurgeWrite, error) {
+	if err := checkPageID("id", id); err != nil {
+		return PurgeWrite{}, err
+	}
+	op, err := s.opFor(w, "purge_page", id)
+	if err != nil {
+		return PurgeWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	out := PurgeWrite{ID: id, Refiled: []string{}}
+	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		pg, err := s.getPage(ctx, tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, s.pageMissing(ctx, tx, "page", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: KindPurgePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
+			Payload: purgePage{ID: id}}, nil
+	})
+	out.WriteResult = wr.WriteResult
+	if err != nil || wr.Outcome != engine.Applied {
+		return out, err
+	}
+	// What the purge did, as the rows hold it: the marker names the space
+	// and the parent; the children now carry the purge's scoped_through.
+	_, rerr := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+		var seq uint64
+		if err := tx.QueryRowContext(ctx, `SELECT space, parent, seq FROM kb_purged WHERE id = ?`, id).Scan(&out.Space, &out.RefiledTo, &seq); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM kb_pages WHERE space = ? AND parent = ? AND scoped_through = ? ORDER BY n`, out.Space, out.RefiledTo, seq)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				return err
+			}
+			out.Refiled = append(out.Refiled, c)
+		}
+		return rows.Err()
+	})
+	if rerr != nil && !errors.Is(rerr, sql.ErrNoRows) {
+		return out, rerr
+	}
+	return out, nil
+}

@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/ledger"
+	"github.com/crewlet/crewlet/tools"
+)
+
+// TestKBToolsOverHTTPOnARealNode drives the knowledge-base tools through
+// the operator MCP (Streamable HTTP, bearer token, mcp-go client) over a
+// real node: spaces, a page tree, a move refused for its cycle, search,
+// and a purge whose children are re-filed and after which a stale
+// writer's record is gated.
+func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
+	ctx := ctxT(t)
+	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	mux := http.NewServeMux()
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages())), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
+
+	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]mcpgo.Tool{}
+	for _, tool := range list.Tools {
+		got[tool.Name] = tool
+	}
+	for _, name := range []string{tools.NameListSpaces, tools.NameCreateSpace, tools.NameUpdateSpace, tools.NameCreatePage, tools.NameGetPage,
+		tools.NameListPages, tools.NameUpdatePage, tools.NameSearchKnowledge, tools.NamePurgePage} {
+		if _, ok := got[name]; !ok {
+			t.Fatalf("tool %s missing", name)
+		}
+	}
+	if d := got[tools.NamePurgePage].Annotations.DestructiveHint; d == nil || !*d {
+		t.Fatal("purge_page is not marked destructive")
+	}
+
+	ok := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res := callTool(t, c, name, args)
+		if res.IsError {
+			t.Fatalf("%s: %s", name, textOf(res))
+		}
+		return object(t, res)
+	}
+	refused := func(name string, args map[string]any, code engine.Code) map[string]any {
+		t.Helper()
+		res := callTool(t, c, name, args)
+		m := object(t, res)
+		if !res.IsError || m["refused"] != string(code) || m["message"] == "" {
+			t.Fatalf("%s %v: want %s, got %v", name, args, code, m)
+		}
+		return m
+	}
+	pageOf := func(m map[string]any) (string, float64) {
+		p := m["page"].(map[string]any)
+		return p["id"].(string), p["version"].(float64)
+	}
+
+	ok(tools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
+	m := ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Handbook"})
+	pos, err := engine.ParsePosition(m["position"].(string))
+	if err != nil || pos.Stream != engine.StreamPages {
+		t.Fatalf("position %v: %v", m["position"], err)
+	}
+	root, _ := pageOf(m)
+	mid, midV := pageOf(ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "On-call", "parent": root}))
+	leaf, _ := pageOf(ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Paging policy", "body": "Escalate after the pager fires twice.", "parent": mid}))
+
+	// A move under the page's own child is refused, nothing published.
+	before := lastPages(t, n)
+	refused(tools.NameUpdatePage, map[string]any{"id": mid, "if_match": midV, "parent": leaf}, engine.CodeInvalidArgument)
+	if lastPages(t, n) != before {
+		t.Fatal("a refused move published")
+	}
+
+	m = ok(tools.NameGetPage, map[string]any{"id": leaf})
+	if m["level"] != string(engine.Linearizable) || m["page"].(map[string]any)["parent"] != mid {
+		t.Fatalf("get_page %v", m)
+	}
+	if st := m["seen_through"].(map[string]any); st["stream"] != engine.StreamPages {
+		t.Fatalf("seen_through %v", st)
+	}
+	m = ok(tools.NameSearchKnowledge, map[string]any{"query": "pager"})
+	if hits := m["hits"].([]any); len(hits) != 1 || hits[0].(map[string]any)["id"] != leaf || !strings.Contains(m["note"].(string), "no read-your-writes floor") {
+		t.Fatalf("search %v", m)
+	}
+
+	m = ok(tools.NamePurgePage, map[string]any{"id": mid})
+	purgeOp := m["op_id"].(string)
+	if r := m["refiled"].([]any); len(r) != 1 || r[0] != leaf || m["refiled_to"] != root {
+		t.Fatalf("purge %v", m)
+	}
+	// Brought back, the purge answers the first one.
+	if again := ok(tools.NamePurgePage, map[string]any{"id": mid, "op_id": purgeOp}); again["position"] != m["position"] {
+		t.Fatalf("repeated purge %v, want %v", again, m["position"])
+	}
+	refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	if p := ok(tools.NameGetPage, map[string]any{"id": leaf})["page"].(map[string]any); p["parent"] != root {
+		t.Fatalf("leaf not re-filed: %v", p)
+	}
+
+	// A stale writer's record about the purged page, published after the
+	// purge, applies nowhere.
+	op, _ := ledger.Mint(time.Now(), "update_page", mid)
+	payload, _ := json.Marshal(map[string]any{"id": mid, "title": "Back from the dead"})
+	data, _ := record.Encode(&record.Record{Kind: kb.KindUpdatePage, Version: 1, OpID: op.String(), Writer: "n2", Generation: 1,
+		Subject: "crewlet.pages.page." + mid, Scope: []string{"space:ENG", "page:" + mid}, Payload: payload})
+	ack, err := n.Log(engine.DomainPages).Publish(ctx, "crewlet.pages.page."+mid, data, op.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := n.Pages().Replica().WaitApplied(wctx, ack.Seq); err != nil {
+		t.Fatal(err)
+	}
+	refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	if gate, _, dropped, err := n.Pages().Replica().GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
+		t.Fatalf("stale record at %d: gate %q dropped %v %v", ack.Seq, gate, dropped, err)
+	}
+
+	m = ok(tools.NameListSpaces, nil)
+	if sp := m["spaces"].([]any); len(sp) != 1 || sp[0].(map[string]any)["pages"] != float64(2) {
+		t.Fatalf("list_spaces %v", m)
+	}
+	m = ok(tools.NameUpdateSpace, map[string]any{"key": "ENG", "editing": "locked"})
+	refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "x"}, engine.CodeInvalidArgument)
+	refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": 7}, engine.CodeInvalidArgument)
+	refused(tools.NameSearchKnowledge, map[string]any{"query": "x", "space": "eng"}, engine.CodeInvalidArgument)
+}
+
+func lastPages(t *testing.T, n *node.Node) uint64 {
+	t.Helper()
+	info, err := n.Log(engine.DomainPages).Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.LastSeq
+}

@@ -1,0 +1,227 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// keyParam is the work item an operation is about.
+var keyParam = param{name: "key", kind: kindString, required: true, nonEmpty: true, maxBytes: maxItemKey, desc: itemKeyDesc}
+
+// gestureTool is the shape every one-item gesture shares: parse, check
+// the keys, write, render the steps.
+type gestureTool struct {
+	name, title, desc string
+	params            []param
+	keys              []string // arguments that are item keys
+	destructive       bool
+	idempotent        bool
+	// check refuses arguments the declarations cannot express, before
+	// anything is derived or written.
+	check func(a args) *engine.Refusal
+	run   func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error)
+}
+
+func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	params := d.withOpID(g.params)
+	ann := writeAnnotations(g.title, g.idempotent)
+	if g.destructive {
+		ann = append(ann, mcp.WithDestructiveHintAnnotation(true))
+	}
+	tool := newTool(g.name, d.writeDesc(g.desc), params, ann, outputSchema[tracker.ItemWrite]())
+	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, r := parseArgs(req, params)
+		for _, k := range g.keys {
+			if r == nil {
+				r = checkItemKey(k, a.str(k))
+			}
+		}
+		if r == nil && g.check != nil {
+			r = g.check(a)
+		}
+		if r != nil {
+			return Refused(r), nil
+		}
+		w, werr := d.writeOptions(ctx, g.name, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), g.name, "", werr), nil
+		}
+		res, err := g.run(ctx, d, w, a)
+		if err != nil {
+			return d.gestureFailed(ctx, g.name, res, w, err), nil
+		}
+		return d.gestureAnswer(itemSubject(a.str(g.keys[0]), res), res), nil
+	}
+}
+
+// CommentOnWorkItem is comment_on_work_item {key, body, author}. On the
+// seat surface the author is the seat the turn names, not an argument: a
+// seat cannot sign for someone else.
+func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	params := []param{keyParam,
+		{name: "body", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
+	if d.Surface != Seat {
+		params = append(params, param{name: "author", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Who writes it; default operator."})
+	}
+	return gestureTool{
+		name: NameCommentOnWorkItem, title: "Comment on work item", params: params, keys: []string{"key"},
+		desc: "Add a comment to a work item; get_work_item shows comments and search_work_items finds their words.",
+		// Not idempotent: each call without op_id adds another comment.
+		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
+			author := a.str("author")
+			if t, ok := TurnFrom(ctx); ok && d.Surface == Seat {
+				author = t.Seat
+			}
+			return d.Tracker.CommentOnWorkItem(ctx, w, a.str("key"), author, a.str("body"))
+		},
+	}.build(d)
+}
+
+// MoveWorkItem is move_work_item {key, project}.
+func MoveWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	return gestureTool{
+		name: NameMoveWorkItem, title: "Move work item", keys: []string{"key"},
+		params: []param{keyParam, {name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the project to move into (OPS)."}},
+		desc:   "Move an item and its subtree to another project; each takes that project's next key (ENG-3 becomes OPS-7), old keys still resolve. Answers steps: mark, a move per item, unmark.",
+		// Not destructive: nothing is lost, old keys resolve and a move
+		// back is another move. Idempotent: a repeat finds the items in
+		// the project already and moves nothing.
+		idempotent: true,
+		check:      func(a args) *engine.Refusal { return checkProjectKey("project", a.str("project")) },
+		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
+			return d.Tracker.MoveWorkItem(ctx, w, a.str("key"), a.str("project"))
+		},
+	}.build(d)
+}
+
+// MergeWorkItems is merge_work_items {into, duplicates}.
+func MergeWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	return gestureTool{
+		name: NameMergeWorkItems, title: "Merge work items", keys: []string{"into"},
+		params: []param{
+			{name: "into", kind: kindString, required: true, nonEmpty: true, maxBytes: maxItemKey, desc: "Key of the item to keep."},
+			{name: "duplicates", kind: kindStrings, required: true, maxItems: tracker.MaxMergeItems, itemKeys: true, maxBytes: maxItemKey, desc: "Keys of its duplicates."},
+		},
+		desc: "Merge duplicates into one item: each is cancelled with a duplicates edge to it, its watchers join it. Answers steps: mark, a merge per duplicate, unmark.",
+		// Not destructive: every duplicate stays, with its history and
+		// comments; only its status and edges change, as update_work_item
+		// could. Idempotent: a repeat merges what is merged already.
+		idempotent: true,
+		check: func(a args) *engine.Refusal {
+			if len(a.strs("duplicates")) == 0 {
+				return engine.Refuse(engine.CodeInvalidArgument, "Argument \"duplicates\" is empty: name at least one duplicate of %s.", a.str("into"))
+			}
+			return nil
+		},
+		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
+			return d.Tracker.MergeWorkItems(ctx, w, a.str("into"), a.strs("duplicates"))
+		},
+	}.build(d)
+}
+
+// TrashWorkItem is trash_work_item {key}.
+func TrashWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	return gestureTool{
+		name: NameTrashWorkItem, title: "Trash work item", keys: []string{"key"}, params: []param{keyParam},
+		desc: "Put an item and its subtree in the trash: they leave lists and search until restore_work_item. Answers a step per item.",
+		// Destructive: the subtree vanishes from every list and search
+		// (restore undoes it, but a caller should treat it with care).
+		// Idempotent: trashing what is in the trash changes nothing.
+		destructive: true, idempotent: true,
+		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
+			return d.Tracker.TrashWorkItem(ctx, w, a.str("key"))
+		},
+	}.build(d)
+}
+
+// RestoreWorkItem is restore_work_item {key}.
+func RestoreWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	return gestureTool{
+		name: NameRestoreWorkItem, title: "Restore work item", keys: []string{"key"}, params: []param{keyParam},
+		desc:       "Bring a trashed item and the subtree its trash took back out of the trash. Answers a step per item.",
+		idempotent: true,
+		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
+			return d.Tracker.RestoreWorkItem(ctx, w, a.str("key"))
+		},
+	}.build(d)
+}
+
+// PurgeWorkItem is purge_work_item {key}, operator only: Set never gives
+// it to a seat, and the handler refuses on the seat surface besides.
+func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	params := d.withOpID([]param{keyParam})
+	ann := writeAnnotations("Purge work item", true)
+	// Destructive: nothing of the item survives and no record about it
+	// applies again. Idempotent: a repeat is refused deleted and changes
+	// nothing (with the same op_id it answers the first purge).
+	ann = append(ann, mcp.WithDestructiveHintAnnotation(true))
+	tool := newTool(NamePurgeWorkItem,
+		d.writeDesc("Destroy a work item for good (operator only): its rows, comments and history go, edges to it go, its children move up to its parent, and no later record about it applies on any node. Cannot be undone; trash_work_item is the reversible way."),
+		params, ann, outputSchema[tracker.PurgeResult]())
+	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if d.Surface == Seat {
+			return Refused(engine.Refuse(engine.CodeInvalidArgument, "purge_work_item is for operators only; a seat can trash_work_item instead.")), nil
+		}
+		a, r := parseArgs(req, params)
+		if r == nil {
+			r = checkItemKey("key", a.str("key"))
+		}
+		if r != nil {
+			return Refused(r), nil
+		}
+		w, werr := d.writeOptions(ctx, NamePurgeWorkItem, a)
+		if werr != nil {
+			return Failed(ctx, d.logger(), NamePurgeWorkItem, "", werr), nil
+		}
+		res, err := d.Tracker.PurgeWorkItem(ctx, w, a.str("key"))
+		if err != nil {
+			return Failed(ctx, d.logger(), NamePurgeWorkItem, opOf(res.WriteResult, w), err), nil
+		}
+		return Answer(res, writeText("purge of "+a.str("key"), res.WriteResult)), nil
+	}
+}
+
+// SearchWorkItems is search_work_items {query, project, limit}.
+func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	params := []param{
+		{name: "query", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxQueryBytes, desc: "Plain words; every one must match."},
+		{name: "project", kind: kindString, maxBytes: maxProjectKey, desc: "Only this project's items."},
+		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxSearchLimit, desc: fmt.Sprintf("At most this many hits, default %d.", tracker.DefaultSearchLimit)},
+	}
+	tool := newTool(NameSearchWorkItems,
+		"Find work items by words in titles, descriptions and comments, best first (title matches first), with snippets; the trash left out. No read-your-writes floor: a just-written item may not be found yet.",
+		params, readAnnotations("Search work items"), outputSchema[tracker.SearchResult]())
+	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, r := parseArgs(req, params)
+		if r == nil && a.has("project") {
+			r = checkProjectKey("project", a.str("project"))
+		}
+		if r != nil {
+			return Refused(r), nil
+		}
+		limit := tracker.DefaultSearchLimit
+		if a.has("limit") {
+			limit = int(a.uint("limit"))
+		}
+		// No level and no floor: the service reads the index as applied,
+		// and the answer says so in its note.
+		res, err := d.Tracker.SearchWorkItems(ctx, engine.ReadOptions{}, a.str("query"), a.str("project"), limit)
+		if err != nil {
+			return Failed(ctx, d.logger(), NameSearchWorkItems, "", err), nil
+		}
+		if res.Hits == nil {
+			res.Hits = []tracker.SearchHit{}
+		}
+		text := fmt.Sprintf("%d hits (%s)", len(res.Hits), readHead(res.ReadInfo))
+		for _, h := range res.Hits {
+			text += fmt.Sprintf("\n%s [%s] %s: %s", h.Key, h.Status, h.Title, h.Snippet)
+		}
+		return Answer(res, text), nil
+	}
+}
