@@ -108,7 +108,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		kv, err := js.KeyValue(actx, Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(actx, jetstream.KeyValueConfig{Bucket: Bucket, History: 4,
+			// History keeps a node's last beats: how it entered the
+			// register (at zero) stays readable for a while after.
+			kv, err = js.CreateKeyValue(actx, jetstream.KeyValueConfig{Bucket: Bucket, History: 64,
 				Storage: jetstream.FileStorage, Replicas: replicas,
 				Description: "Crewlet positions register: every data node's position per domain"})
 			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {

@@ -106,7 +106,11 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	}
 	if len(unmeasured) > 0 {
 		a.Level = engine.ConsistentPrefix
-		a.Note = fmt.Sprintf("This node cannot read the end of the %s log from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", strings.Join(unmeasured, " and "))
+		what := strings.Join(unmeasured, " and ") + " log"
+		if len(unmeasured) > 1 {
+			what += "s"
+		}
+		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
 	}
 	positions, err := ReadAll(ctx, s.KV)
 	if err != nil && s.Known != nil {
