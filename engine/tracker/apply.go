@@ -732,7 +732,7 @@ func (a *apply) finish() error {
 		}
 	}
 	for _, b := range []*rowBuffer{a.tags, a.watchers, a.edges, a.hist} {
-		n, err := b.flush(a.ctx, a.tx)
+		n, err := b.flush(a.ctx, a.tx, a.at.Exec)
 		if err != nil {
 			return err
 		}
