@@ -114,7 +114,9 @@ func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context
 		}
 		exec := tx.ExecContext
 		if n == per && prepared != nil {
-			exec = func(ctx context.Context, q string, args ...any) (sql.Result, error) { return prepared(ctx, tx, q, args...) }
+			exec = func(ctx context.Context, q string, args ...any) (sql.Result, error) {
+				return prepared(ctx, tx, q, args...)
+			}
 		}
 		if _, err := exec(ctx, q, b.args[start*b.cols:(start+n)*b.cols]...); err != nil {
 			return 0, err
