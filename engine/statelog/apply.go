@@ -296,7 +296,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	*rows++ // the record's own rows, at the least
-	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows}); err != nil {
+	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {

@@ -143,7 +143,7 @@ func (a *apply) item(id string) (*itemRow, error) {
 	if it, ok := a.items[id]; ok {
 		return it, nil
 	}
-	it, err := scanItemRow(a.tx.QueryRowContext(a.ctx, `SELECT `+itemRowColumns+` FROM tracker_items WHERE id = ?`, id))
+	it, err := scanItemRow(a.at.QueryRow(a.ctx, a.tx, `SELECT `+itemRowColumns+` FROM tracker_items WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -274,7 +274,7 @@ func (a *apply) removeEdge(it *itemRow, e edgeRef, authored bool) error {
 		return nil // never take down an authored edge with a mirror's removal, nor the reverse
 	}
 	delete(it.edges, e)
-	if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM tracker_edges WHERE item = ? AND kind = ? AND other = ?`, it.ID, e.Kind, e.Other); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_edges WHERE item = ? AND kind = ? AND other = ?`, it.ID, e.Kind, e.Other); err != nil {
 		return err
 	}
 	a.change(it, "edge", e.Kind+" "+e.Other, "")
@@ -283,7 +283,7 @@ func (a *apply) removeEdge(it *itemRow, e edgeRef, authored bool) error {
 
 func (a *apply) createItem(c *createWorkItem) error {
 	var last int64
-	err := a.tx.QueryRowContext(a.ctx, `SELECT last_number FROM tracker_projects WHERE key = ?`, c.Project).Scan(&last)
+	err := a.at.QueryRow(a.ctx, a.tx, `SELECT last_number FROM tracker_projects WHERE key = ?`, c.Project).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -297,7 +297,7 @@ func (a *apply) createItem(c *createWorkItem) error {
 	// The number is the project's next, taken here in log order, so a move
 	// that filed into the project since the decision takes nothing from it.
 	number := last + 1
-	if _, err := a.tx.ExecContext(a.ctx, `UPDATE tracker_projects SET last_number = ?, version = ? WHERE key = ?`, number, a.seq, c.Project); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET last_number = ?, version = ? WHERE key = ?`, number, a.seq, c.Project); err != nil {
 		return err
 	}
 	if c.Parent != "" {
@@ -386,7 +386,7 @@ func (a *apply) removeSet(it *itemRow, field, table, col string, have map[string
 			continue
 		}
 		delete(have, v)
-		if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM `+table+` WHERE item = ? AND `+col+` = ?`, it.ID, v); err != nil {
+		if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM `+table+` WHERE item = ? AND `+col+` = ?`, it.ID, v); err != nil {
 			return err
 		}
 		a.change(it, field, v, "")
@@ -422,7 +422,7 @@ func (a *apply) comment(c *comment) error {
 	if err != nil || it == nil {
 		return err
 	}
-	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO tracker_comments(item, seq, author, body, at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
+	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_comments(item, seq, author, body, at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
 		it.ID, a.seq, c.Author, c.Body, a.ts); err != nil {
 		return err
 	}
@@ -447,7 +447,7 @@ func (a *apply) move(m *move) error {
 		return err
 	}
 	var last int64
-	err = a.tx.QueryRowContext(a.ctx, `SELECT last_number FROM tracker_projects WHERE key = ?`, m.To).Scan(&last)
+	err = a.at.QueryRow(a.ctx, a.tx, `SELECT last_number FROM tracker_projects WHERE key = ?`, m.To).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // the target project is gone: moot
 	}
@@ -456,7 +456,7 @@ func (a *apply) move(m *move) error {
 	}
 	number := last + 1
 	// The target project's row changes without the record being about it.
-	if _, err := a.tx.ExecContext(a.ctx, `UPDATE tracker_projects SET last_number = ?, scoped_through = ? WHERE key = ?`, number, a.seq, m.To); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET last_number = ?, scoped_through = ? WHERE key = ?`, number, a.seq, m.To); err != nil {
 		return err
 	}
 	newKey := fmt.Sprintf("%s-%d", m.To, number)
@@ -464,7 +464,7 @@ func (a *apply) move(m *move) error {
 	a.change(it, "project", it.Project, m.To)
 	a.change(it, "key", it.Key, newKey)
 	it.Project, it.Number, it.Key = m.To, number, newKey
-	_, err = a.tx.ExecContext(a.ctx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, newKey, it.ID)
+	_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, newKey, it.ID)
 	return err
 }
 
@@ -531,7 +531,7 @@ func (a *apply) purge(p *purge) error {
 		return err
 	}
 	// Items whose edges point at it: dependents, blockers, relations.
-	rows, err := a.tx.QueryContext(a.ctx, `SELECT item, kind, authored FROM tracker_edges WHERE other = ? AND item != ? ORDER BY item, kind`, it.ID, it.ID)
+	rows, err := a.at.Query(a.ctx, a.tx, `SELECT item, kind, authored FROM tracker_edges WHERE other = ? AND item != ? ORDER BY item, kind`, it.ID, it.ID)
 	if err != nil {
 		return err
 	}
@@ -595,14 +595,14 @@ func (a *apply) purge(p *purge) error {
 		`DELETE FROM tracker_edges WHERE item = ?`, `DELETE FROM tracker_comments WHERE item = ?`,
 		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
 	} {
-		if _, err := a.tx.ExecContext(a.ctx, del, it.ID); err != nil {
+		if _, err := a.at.Exec(a.ctx, a.tx, del, it.ID); err != nil {
 			return err
 		}
 	}
-	if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
 		return err
 	}
-	if _, err := a.tx.ExecContext(a.ctx, `INSERT INTO tracker_purged(id, key, seq) VALUES(?,?,?) ON CONFLICT DO NOTHING`, it.ID, it.Key, a.seq); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_purged(id, key, seq) VALUES(?,?,?) ON CONFLICT DO NOTHING`, it.ID, it.Key, a.seq); err != nil {
 		return err
 	}
 	a.projects[it.Project] = true
@@ -702,11 +702,11 @@ func (a *apply) finish() error {
 		}
 		var err error
 		if it.created {
-			_, err = a.tx.ExecContext(a.ctx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+placeholders(20)+`)`,
+			_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+placeholders(20)+`)`,
 				it.ID, it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
 				it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Doc, it.Version, it.Scoped, it.Created, it.Updated)
 			if err == nil {
-				_, err = a.tx.ExecContext(a.ctx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
+				_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
 			}
 		} else {
 			if upd == nil {
@@ -732,7 +732,7 @@ func (a *apply) finish() error {
 		}
 	}
 	for _, b := range []*rowBuffer{a.tags, a.watchers, a.edges, a.hist} {
-		n, err := b.flush(a.ctx, a.tx)
+		n, err := b.flush(a.ctx, a.tx, a.at.Exec)
 		if err != nil {
 			return err
 		}
@@ -756,11 +756,11 @@ func (a *apply) finish() error {
 // comments, in the apply's own transaction.
 func (a *apply) reindex(it *itemRow) error {
 	if !it.created {
-		if _, err := a.tx.ExecContext(a.ctx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
+		if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
 			return err
 		}
 	}
-	_, err := a.tx.ExecContext(a.ctx, `INSERT INTO tracker_search(rowid, title, description, comments)
+	_, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_search(rowid, title, description, comments)
 		VALUES(?, ?, ?, (SELECT coalesce(group_concat(body, ' '), '') FROM (SELECT body FROM tracker_comments WHERE item = ? ORDER BY seq)))`,
 		it.Doc, it.Title, it.Description, it.ID)
 	return err
@@ -771,10 +771,10 @@ func (a *apply) reindex(it *itemRow) error {
 // unless the record is the project's own.
 func (a *apply) recount(project string) error {
 	var active, cur int64
-	if err := a.tx.QueryRowContext(a.ctx, `SELECT count(*) FROM tracker_items WHERE project = ? AND status = 'in_progress' AND trashed = 0`, project).Scan(&active); err != nil {
+	if err := a.at.QueryRow(a.ctx, a.tx, `SELECT count(*) FROM tracker_items WHERE project = ? AND status = 'in_progress' AND trashed = 0`, project).Scan(&active); err != nil {
 		return err
 	}
-	err := a.tx.QueryRowContext(a.ctx, `SELECT active FROM tracker_projects WHERE key = ?`, project).Scan(&cur)
+	err := a.at.QueryRow(a.ctx, a.tx, `SELECT active FROM tracker_projects WHERE key = ?`, project).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && cur == active) {
 		return nil
 	}
@@ -785,7 +785,7 @@ func (a *apply) recount(project string) error {
 	if project == a.ownProject {
 		col = "version"
 	}
-	_, err = a.tx.ExecContext(a.ctx, `UPDATE tracker_projects SET active = ?, `+col+` = max(`+col+`, ?) WHERE key = ?`, active, a.seq, project)
+	_, err = a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET active = ?, `+col+` = max(`+col+`, ?) WHERE key = ?`, active, a.seq, project)
 	return err
 }
 
