@@ -10,11 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/ledger"
 )
 
 // Service is the knowledge base's decide side: it validates input, decides
@@ -46,16 +44,7 @@ func invalid(format string, args ...any) error {
 }
 
 func checkText(field, v string, maxBytes int, required bool) error {
-	if !utf8.ValidString(v) {
-		return invalid("%s is not valid UTF-8 text; pass it as plain text.", field)
-	}
-	if required && strings.TrimSpace(v) == "" {
-		return invalid("%s is empty; give a non-empty %s.", field, field)
-	}
-	if len(v) > maxBytes {
-		return invalid("%s is %d bytes; at most %d are accepted. Shorten it.", field, len(v), maxBytes)
-	}
-	return nil
+	return engine.CheckText(field, v, maxBytes, required)
 }
 
 func checkSpaceKey(field, key string) error {
@@ -83,15 +72,7 @@ func checkEditing(v string) error {
 // brought back (which must name this very write and call), the one a seat
 // derives from its turn, or a fresh one sealed to the call.
 func (s *Service) opFor(w engine.WriteOptions, verb, object string) (statelog.Op, error) {
-	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
-	if err != nil {
-		var ce *ledger.CallError
-		if errors.As(err, &ce) && ce.Reused {
-			return op, engine.Refuse(engine.CodeOpReused, "%s.", strings.TrimSuffix(ce.Msg, "."))
-		}
-		return op, invalid("%s.", strings.TrimSuffix(err.Error(), "."))
-	}
-	return op, nil
+	return statelog.OpFor(s.clock.Now(), w, verb, object)
 }
 
 func linearizable(r engine.ReadOptions) engine.ReadOptions {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
@@ -327,4 +329,20 @@ func (r *Replica) gatedRefusal(out Written, seq uint64, gate, writer string) err
 	ref := engine.Refuse(code, "the record this write appended at %s applies nowhere: the %s gate holds it (writer %s).", p.Token(), gate, writer)
 	ref.Position = &p
 	return ref.With("gate", gate).With("writer", writer).With("op_id", out.OpID)
+}
+
+// OpFor is the operation a domain's write call runs under (ledger.ForCall:
+// derived for a seat, brought back, client-minted, or fresh), with the
+// id's problems as refusals: op_reused for an id naming another write,
+// invalid_argument for a malformed one.
+func OpFor(now time.Time, w engine.WriteOptions, verb, object string) (Op, error) {
+	op, err := ledger.ForCall(now, w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
+	if err != nil {
+		var ce *ledger.CallError
+		if errors.As(err, &ce) && ce.Reused {
+			return op, engine.Refuse(engine.CodeOpReused, "%s.", strings.TrimSuffix(ce.Msg, "."))
+		}
+		return op, engine.Refuse(engine.CodeInvalidArgument, "%s.", strings.TrimSuffix(err.Error(), "."))
+	}
+	return op, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/ledger"
 )
 
 // Service is the tracker's decide side: it validates input, decides
@@ -43,13 +42,7 @@ func invalid(format string, args ...any) error {
 }
 
 func checkText(field, v string, maxBytes int, required bool) error {
-	if required && strings.TrimSpace(v) == "" {
-		return invalid("%s is empty; give a non-empty %s.", field, field)
-	}
-	if len(v) > maxBytes {
-		return invalid("%s is %d bytes; at most %d are accepted. Shorten it.", field, len(v), maxBytes)
-	}
-	return nil
+	return engine.CheckText(field, v, maxBytes, required)
 }
 
 func checkStatus(st string) error {
@@ -60,16 +53,8 @@ func checkStatus(st string) error {
 }
 
 // opFor returns the operation a write runs under.
-func (s *Service) opFor(ctx context.Context, w engine.WriteOptions, verb, object string) (statelog.Op, error) {
-	op, err := ledger.ForCall(s.clock.Now(), w.OpID, w.Unit, w.UnitStart, w.CallIndex, verb, object, w.Digest)
-	if err != nil {
-		var ce *ledger.CallError
-		if errors.As(err, &ce) && ce.Reused {
-			return op, engine.Refuse(engine.CodeOpReused, "%s", ce.Msg)
-		}
-		return op, invalid("%v", err)
-	}
-	return op, nil
+func (s *Service) opFor(_ context.Context, w engine.WriteOptions, verb, object string) (statelog.Op, error) {
+	return statelog.OpFor(s.clock.Now(), w, verb, object)
 }
 
 func linearizable(r engine.ReadOptions) engine.ReadOptions {
