@@ -324,6 +324,11 @@ func (n *Node) replicas() []*statelog.Replica {
 // Register is the node's heartbeat in the positions register.
 func (n *Node) Register() *fleet.Register { return n.beat }
 
+// NodeGates evicts and readmits nodes of the fleet (operator only).
+func (n *Node) NodeGates() *fleet.NodeGates {
+	return &fleet.NodeGates{Replicas: n.replicas(), Clock: n.cfg.Clock}
+}
+
 // Retention builds the retention answer from this node.
 func (n *Node) Retention() *fleet.Status {
 	logs := map[engine.Domain]statelog.Log{}

@@ -194,6 +194,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		r.scopeUnknown.Add(-int64(unknown))
 		return cp, 0, 0, 0, err
 	}
+	if r.gateChanged.Swap(false) {
+		if err := r.loadEvicted(ctx); err != nil {
+			r.log.Warn("statelog_node_gate_unread", engine.LogErr, err.Error())
+		}
+	}
 	// The drop's only witness, written once, when the transaction that
 	// drops the record commits.
 	for _, g := range gated {
@@ -296,7 +301,13 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	*rows++ // the record's own rows, at the least
-	if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
+	if isNodeGate(rec.Kind) {
+		// The framework's own record: the node gate, on every domain.
+		if _, err := r.applyNodeGate(ctx, tx, rec, d.Seq); err != nil {
+			return false, nil, err
+		}
+		r.gateChanged.Store(true)
+	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {

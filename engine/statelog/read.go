@@ -137,6 +137,7 @@ func (r *Replica) State() NodeState {
 		Fault:        r.Fault(),
 		Publishing:   r.cfg.Publishing,
 		ScopeUnknown: r.scopeUnknown.Load(),
+		Evicted:      r.evicted.Load(),
 	}
 }
 

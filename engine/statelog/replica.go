@@ -106,6 +106,12 @@ type Replica struct {
 	// scopeUnknown counts the retained records whose scope could not be
 	// read; each blocks every read of the domain.
 	scopeUnknown atomic.Int64
+	// evicted says this node stands evicted on this log: its reads and
+	// writes refuse evicted.
+	evicted atomic.Bool
+	// gateChanged says a batch applied a node-gate record: the evicted
+	// standing is read again once it commits.
+	gateChanged atomic.Bool
 	// capacity holds the log's fill, for the ordinary ceiling.
 	capacity capacity
 
@@ -165,7 +171,10 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		stmts:  sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()
+	// The framework's gates (those a reanchor adds come first), then the
+	// writer's eviction, then the domain's own (the object's marker).
 	r.gates = append(r.gates, cfg.Gates...)
+	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name()})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
 		r.gates = append(r.gates, gd.Gates()...)
 	}
@@ -189,6 +198,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.retained.Store(retained)
+	if err := r.loadEvicted(ctx); err != nil {
+		return nil, err
+	}
 	var unknown int64
 	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ? AND scope_known = 0`, string(r.domain)).Scan(&unknown); err != nil {
 		return nil, err
@@ -213,7 +225,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, ddl := range []string{Schema, ledger.Schema, r.cfg.Domain.Schema()} {
+	for _, ddl := range []string{Schema, evictionSchema, ledger.Schema, r.cfg.Domain.Schema()} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}

@@ -56,6 +56,12 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 	if f := r.Fault(); f != nil {
 		return out, r.stalledRefusal(f)
 	}
+	if r.evicted.Load() {
+		// Refused before anything is appended, so it names no position:
+		// another data node takes the write under the same id at once.
+		ref := engine.Refuse(engine.CodeEvicted, "this node (%s) has been evicted from the fleet, so nothing it appends to %s would apply anywhere; nothing was written. Send the write to another data node under the same op_id %s, or readmit this one.", r.cfg.Node, r.stream, opID)
+		return out, ref.With("writer", r.cfg.Node)
+	}
 	// A retry the ledger records is answered, not decided again.
 	if answered, res, err := r.fromLedger(ctx, op, out); answered {
 		return res, err
@@ -104,7 +110,9 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 		// Refused before publishing: a write past the ordinary ceiling
 		// would spend the gate records' reserve.
-		err = r.room(pctx, storedSize(rec.Subject, opID, len(data)))
+		if !isNodeGate(rec.Kind) {
+			err = r.room(pctx, storedSize(rec.Subject, opID, len(data)))
+		}
 		var ack PubAck
 		if err == nil {
 			ack, err = r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
