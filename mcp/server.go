@@ -42,6 +42,9 @@ type Option func(*tools.Deps)
 // WithKB offers the knowledge base's tools over k.
 func WithKB(k tools.KB) Option { return func(d *tools.Deps) { d.KB = k } }
 
+// WithFleet offers the node-gate tools (evict_node, readmit_node) over f.
+func WithFleet(f tools.Fleet) Option { return func(d *tools.Deps) { d.Fleet = f } }
+
 // newBareServer is a server with Crewlet's options and no tools.
 //
 // mcp-go's input schema validation stays off: the tools parse their

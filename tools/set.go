@@ -30,6 +30,8 @@ type Deps struct {
 	Tracker Tracker
 	// KB is the knowledge base; nil leaves its tools out of the set.
 	KB KB
+	// Fleet is the node gate; nil leaves evict_node and readmit_node out.
+	Fleet Fleet
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
@@ -107,6 +109,9 @@ func Set(d Deps) []server.ServerTool {
 	}
 	if d.takesOpID() {
 		ctors = append(ctors, TrackerOperatorOnly...)
+		if d.Fleet != nil {
+			ctors = append(ctors, FleetOperator...)
+		}
 	}
 	out := make([]server.ServerTool, 0, len(ctors))
 	for _, c := range ctors {

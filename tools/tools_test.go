@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
@@ -137,7 +138,7 @@ func TestToolSnaps(t *testing.T) {
 	for _, surface := range []struct {
 		deps Deps
 		dir  string
-	}{{Deps{Surface: Operator, KB: (*kb.Service)(nil)}, "__toolsnaps__"}, {Deps{Surface: Seat}, filepath.Join("__toolsnaps__", "seat")}} {
+	}{{Deps{Surface: Operator, KB: (*kb.Service)(nil), Fleet: (*fleet.NodeGates)(nil)}, "__toolsnaps__"}, {Deps{Surface: Seat, KB: (*kb.Service)(nil), Fleet: (*fleet.NodeGates)(nil)}, filepath.Join("__toolsnaps__", "seat")}} {
 		seen := map[string]bool{}
 		for _, st := range Set(surface.deps) {
 			path := filepath.Join(surface.dir, st.Tool.Name+".snap")

@@ -140,5 +140,5 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 		}
 	}()
 	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir)
-	return mcp.ServeStdio(ctx, mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages())), c.Stdin, c.Stdout, logger)
+	return mcp.ServeStdio(ctx, mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates())), c.Stdin, c.Stdout, logger)
 }

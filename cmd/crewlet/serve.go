@@ -125,7 +125,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: AllowedHosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()))
+	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()))
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
