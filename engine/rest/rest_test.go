@@ -410,11 +410,11 @@ func TestLogFull(t *testing.T) {
 	}
 	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
 	r.get("/api/v1/work-items", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
-	// The reserve is real: a gate-sized record still fits under the
-	// broker's own ceiling.
-	gate, _ := record.Encode(&record.Record{Kind: "gate.evict", Version: 1, Writer: "n2", Generation: 1, Subject: "crewlet.tracker.gate.n3"})
-	if _, err := r.n.Log(engine.DomainTracker).Publish(ctx, "crewlet.tracker.gate.n3", gate, "", nil); err != nil {
-		t.Fatalf("the gate reserve took no record: %v", err)
+	// The reserve is real: an eviction, a gate record, is still written to
+	// the full log and applied.
+	ev, err := r.n.NodeGates().EvictNode(ctx, engine.WriteOptions{}, "n2")
+	if err != nil || ev.Outcome != engine.Applied || len(ev.Steps) != 2 || ev.Steps[0].Domain != string(engine.DomainTracker) {
+		t.Fatalf("an eviction on a full log: %+v %v", ev, err)
 	}
 }
 
