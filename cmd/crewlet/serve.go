@@ -19,6 +19,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/mcp"
 )
@@ -131,6 +132,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), KB: n.Pages(), Logger: logger}))
 	api.Handle("/api/v1/retention", fleet.RetentionHandler(n.Retention()))
+	operator.Mount(api, operator.Config{Tracker: n.Tracker(), KB: n.Pages(), Nodes: n.NodeGates(), Logger: logger})
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
