@@ -230,12 +230,22 @@ func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
 // checkpoint. The checkpoint, never the consumer, is where the node
 // resumes; a consumer that disagrees is deleted and created again there.
 func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
-	cons, err := l.stream.Consumer(ctx, l.durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
-	}
+	var cons jetstream.Consumer
+	created := false
+	err := settling(ctx, func(ctx context.Context) error {
+		var err error
+		cons, err = l.stream.Consumer(ctx, l.durable)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
+			created = err == nil
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: read consumer %s on %s: %w", l.durable, l.name, err)
+	}
+	if created {
+		return cons, nil // made at the checkpoint just now
 	}
 	info := cons.CachedInfo()
 	d := drift(info, checkpoint)
@@ -278,4 +288,33 @@ func (l *Log) domainName() string {
 		return string(d)
 	}
 	return l.name
+}
+
+// settleWait bounds how long a boot waits for a JetStream cluster that is
+// still electing its leaders (a restart of several members at once).
+const settleWait = 2 * time.Minute
+
+// settling runs f until it answers something other than a timeout, the
+// wait passes or ctx ends: right after members restart, the consumer's
+// raft group answers nothing for a few seconds.
+func settling(ctx context.Context, f func(context.Context) error) error {
+	deadline := time.Now().Add(settleWait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+		var ae *jetstream.APIError
+		if errors.As(err, &ae) && ae.Code == 503 {
+			transient = true
+		}
+		if !transient || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
