@@ -254,7 +254,12 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 	}
 	attrs := []any{engine.LogDomain, l.domainName(), "drift", d, "checkpoint", checkpoint,
 		"ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream, "ack_pending", info.NumAckPending}
-	rebuilt, err := l.rebuild(ctx, checkpoint)
+	var rebuilt jetstream.Consumer
+	err = settling(ctx, func(ctx context.Context) error {
+		var err error
+		rebuilt, err = l.rebuild(ctx, checkpoint)
+		return err
+	})
 	if err == nil {
 		if d == "acknowledged_past_checkpoint" {
 			l.log.Warn(engine.EvConsumerRebuilt, attrs...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -63,13 +65,15 @@ func diff(a, b map[string]string) string {
 
 // ReadLog reads every message of a log from its first sequence to its last.
 func ReadLog(ctx context.Context, l statelog.Log) ([]statelog.StoredMsg, error) {
-	info, err := l.Info(ctx)
+	var info statelog.LogInfo
+	err := retryUnavailable(ctx, func() (err error) { info, err = l.Info(ctx); return err })
 	if err != nil {
 		return nil, err
 	}
 	var out []statelog.StoredMsg
 	for s := max(info.FirstSeq, 1); s <= info.LastSeq; s++ {
-		m, err := l.Get(ctx, s)
+		var m statelog.StoredMsg
+		err := retryUnavailable(ctx, func() (err error) { m, err = l.Get(ctx, s); return err })
 		if errors.Is(err, statelog.ErrNoMessage) {
 			continue
 		}
@@ -79,4 +83,18 @@ func ReadLog(ctx context.Context, l statelog.Log) ([]statelog.StoredMsg, error) 
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// retryUnavailable retries f for up to 30 s while JetStream answers that
+// it is temporarily unavailable, as it does for a few seconds after a
+// heal while its groups elect leaders.
+func retryUnavailable(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := f()
+		if err == nil || !strings.Contains(err.Error(), "temporarily unavailable") || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
