@@ -92,7 +92,7 @@ func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
 		log: cfg.Logger.With(engine.LogComponent, engine.ComponentEngine)}
 	for _, rep := range cfg.Replicas {
 		p := Position{Node: cfg.Node, Domain: rep.Domain(), Stream: rep.Stream(), Generation: rep.Generation(), StartedAt: r.started}
-		if err := r.put(ctx, p); err != nil {
+		if err := r.enter(ctx, p); err != nil {
 			return nil, fmt.Errorf("fleet: enter %s in the positions register: %w", Key(cfg.Node, rep.Domain()), err)
 		}
 	}
@@ -100,6 +100,22 @@ func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
 	r.cancel = cancel
 	go r.loop(bctx)
 	return r, nil
+}
+
+// enter puts a node's zero position, retrying for up to a minute while a
+// cluster that is restarting members answers nothing (a boot must not
+// fail on the bucket's raft group electing its leader).
+func (r *Register) enter(ctx context.Context, p Position) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := r.put(actx, p)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func openBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
