@@ -268,25 +268,40 @@ func TestChildFleet(t *testing.T) {
 			} `json:"domains"`
 		} `json:"nodes"`
 	}
-	if err := json.Unmarshal([]byte(retentionStatus(t, f.bin, f.serves[2], "--json")), &a); err != nil {
-		t.Fatal(err)
-	}
-	if a.Level != "stale" || len(a.Nodes) != 3 {
-		t.Fatalf("--json: %+v", a)
-	}
-	for _, n := range a.Nodes {
-		found := false
-		for _, d := range n.Domains {
-			if d.Domain != "tracker" {
-				continue
+	// Asked of another node, the figures come from the register: a node's
+	// beat lands every few seconds, so wait for every node's to carry its
+	// tracker position and both instants.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		a.Nodes = nil
+		if err := json.Unmarshal([]byte(retentionStatus(t, f.bin, f.serves[2], "--json")), &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Level != "stale" || len(a.Nodes) != 3 {
+			t.Fatalf("--json: %+v", a)
+		}
+		problem := ""
+		for _, n := range a.Nodes {
+			found := false
+			for _, d := range n.Domains {
+				if d.Domain != "tracker" {
+					continue
+				}
+				found = true
+				if d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
+					problem = fmt.Sprintf("--json %s: %+v", n.Node, d)
+				}
 			}
-			found = true
-			if d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
-				t.Fatalf("--json %s: %+v", n.Node, d)
+			if !found {
+				t.Fatalf("--json %s has no tracker figures: %+v", n.Node, n.Domains)
 			}
 		}
-		if !found {
-			t.Fatalf("--json %s has no tracker figures: %+v", n.Node, n.Domains)
+		if problem == "" {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatal(problem)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
