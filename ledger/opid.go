@@ -36,19 +36,6 @@ func (o OpID) EngineMinted() bool { return !o.Minted.IsZero() }
 // MaxOpIDBytes bounds an operation id.
 const MaxOpIDBytes = 300
 
-// Mint returns a fresh operation id minted at now.
-func Mint(now time.Time, verb, object string) (OpID, error) {
-	u, err := NewV7At(now)
-	if err != nil {
-		return OpID{}, err
-	}
-	id := OpID{UUID: u, Verb: verb, Object: object, Minted: time.UnixMilli(now.UnixMilli())}
-	if err := checkName(verb, object); err != nil {
-		return OpID{}, err
-	}
-	return id, nil
-}
-
 // NewV7At builds a version 7 UUID whose leading 48 bits are the instant's
 // Unix milliseconds (RFC 9562 §5.7), the rest random.
 func NewV7At(t time.Time) (uuid.UUID, error) {

@@ -8,7 +8,7 @@ import (
 
 func TestMintParse(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 0, 0, 123e6, time.UTC)
-	id, err := Mint(at, "update", "ENG-8")
+	id, err := MintFor(at, "update", "ENG-8", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 func TestStepKeepsTheMintInstantAndIsDeterministic(t *testing.T) {
 	now := time.UnixMilli(1_790_000_000_123)
-	parent, err := Mint(now, "move", "ENG-8")
+	parent, err := MintFor(now, "move", "ENG-8", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 
 	// A stale writer's record about the purged page, published after the
 	// purge, applies nowhere.
-	op, _ := ledger.Mint(time.Now(), "update_page", mid)
+	op, _ := ledger.MintFor(time.Now(), "update_page", mid, "")
 	payload, _ := json.Marshal(map[string]any{"id": mid, "title": "Back from the dead"})
 	data, _ := record.Encode(&record.Record{Kind: kb.KindUpdatePage, Version: 1, OpID: op.String(), Writer: "n2", Generation: 1,
 		Subject: "crewlet.pages.page." + mid, Scope: []string{"space:ENG", "page:" + mid}, Payload: payload})

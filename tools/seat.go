@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/ledger"
 )
 
 // Seat is the surface of seats (agents) calling tools inside turns: no
@@ -72,6 +71,3 @@ func seatFloor(ctx context.Context, d engine.Domain) *engine.Position {
 	p := *t.Trigger
 	return &p
 }
-
-// Digest is the digest of one call, as the write options carry it.
-func Digest(tool string, a map[string]any) string { return ledger.Digest(tool, a) }

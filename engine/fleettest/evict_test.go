@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
@@ -19,15 +18,8 @@ import (
 func TestEvictAndReadmit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := fleettest.StartCluster(t, fleettest.Options{})
+	c, item := clusterWithItem(t, ctx, "kept")
 	svc := c.Node(0).Tracker()
-	if _, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
-		t.Fatal(err)
-	}
-	w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "kept"})
-	if err != nil || w.Item == nil {
-		t.Fatal(w, err)
-	}
 	evicted := c.Node(2)
 	if _, err := evicted.NodeGates().EvictNode(ctx, engine.WriteOptions{}, evicted.Name()); engine.CodeOf(err) != engine.CodeInvalidArgument {
 		t.Fatalf("a node evicting itself: %v", err)
@@ -44,17 +36,17 @@ func TestEvictAndReadmit(t *testing.T) {
 		t.Fatal("the evicted node does not know it")
 	}
 	title := "from the evicted node"
-	_, err = evicted.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, w.Item.Key, 0, tracker.ItemPatch{Title: &title})
+	_, err = evicted.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, item.Key, 0, tracker.ItemPatch{Title: &title})
 	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeEvicted || ref.Position != nil {
 		t.Fatalf("evicted node's write: %v", err)
 	}
-	if _, err := evicted.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, w.Item.Key); engine.CodeOf(err) != engine.CodeEvicted {
+	if _, err := evicted.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, item.Key); engine.CodeOf(err) != engine.CodeEvicted {
 		t.Fatalf("evicted node's read: %v", err)
 	}
 	// The evicted node appends anyway, straight onto the log.
-	payload, _ := json.Marshal(map[string]any{"id": w.Item.ID, "title": title})
+	payload, _ := json.Marshal(map[string]any{"id": item.ID, "title": title})
 	rec := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, Writer: evicted.Name(), Generation: 1,
-		Subject: "crewlet.tracker.item." + w.Item.ID, Scope: []string{"item:" + w.Item.ID}, Payload: payload}
+		Subject: "crewlet.tracker.item." + item.ID, Scope: []string{"item:" + item.ID}, Payload: payload}
 	data, _ := record.Encode(rec)
 	ack, err := evicted.Log(engine.DomainTracker).Publish(ctx, rec.Subject, data, "", nil)
 	if err != nil {
@@ -70,7 +62,7 @@ func TestEvictAndReadmit(t *testing.T) {
 			t.Fatalf("node %d: gated=%v gate=%q writer=%q err=%v", i, ok, gate, writer, err)
 		}
 	}
-	got, err := svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, w.Item.Key)
+	got, err := svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, item.Key)
 	if err != nil || got.Item.Title != "kept" {
 		t.Fatalf("after the evicted node's append: %+v %v", got.Item, err)
 	}
@@ -83,7 +75,7 @@ func TestEvictAndReadmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	title = "readmitted"
-	up, err := evicted.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, w.Item.Key, 0, tracker.ItemPatch{Title: &title})
+	up, err := evicted.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, item.Key, 0, tracker.ItemPatch{Title: &title})
 	if err != nil || up.Outcome != engine.Applied || up.Item.Title != "readmitted" {
 		t.Fatalf("readmitted node's write: %+v %v", up, err)
 	}

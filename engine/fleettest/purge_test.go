@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
@@ -19,17 +18,9 @@ import (
 func TestPurgeGatesEveryNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := fleettest.StartCluster(t, fleettest.Options{})
-	svc := c.Node(0).Tracker()
-	if _, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
-		t.Fatal(err)
-	}
-	w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "doomed"})
-	if err != nil || w.Item == nil {
-		t.Fatal(w, err)
-	}
-	victim := w.Item.ID
-	if p, err := c.Node(1).Tracker().PurgeWorkItem(ctx, engine.WriteOptions{}, w.Item.Key); err != nil || p.Outcome != engine.Applied {
+	c, item := clusterWithItem(t, ctx, "doomed")
+	victim := item.ID
+	if p, err := c.Node(1).Tracker().PurgeWorkItem(ctx, engine.WriteOptions{}, item.Key); err != nil || p.Outcome != engine.Applied {
 		t.Fatalf("purge on node 1: %+v %v", p, err)
 	}
 	payload, _ := json.Marshal(map[string]any{"id": victim, "title": "resurrected"})

@@ -103,7 +103,7 @@ func recordAt(t *testing.T, n *node.Node, seq uint64) *record.Record {
 // nothing decided here.
 func publishRaw(t *testing.T, n *node.Node, writer, kind, subject string, scope []string, payload any) uint64 {
 	t.Helper()
-	op, err := ledger.Mint(time.Now(), "raw", "x")
+	op, err := ledger.MintFor(time.Now(), "raw", "x", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 	// A write this node decided as if the purge had not happened (the
 	// decision a node behind the purge makes) lands and is refused deleted
 	// under the gate that holds its record.
-	op, err := ledger.Mint(time.Now(), "update_page", doomed.ID)
+	op, err := ledger.MintFor(time.Now(), "update_page", doomed.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}

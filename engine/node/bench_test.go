@@ -182,7 +182,7 @@ func BenchmarkApplyDrain(b *testing.B) {
 		}
 		js, _ := jetstream.New(br.Conn, jetstream.WithPublishAsyncMaxPending(records+1))
 		for j := 1; j <= records; j++ {
-			op, _ := ledger.Mint(time.Now(), "create_work_item", "ENG")
+			op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
 			payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": "drained", "description": "", "status": "open", "assignee": ""})
 			data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
 				Subject: "crewlet.tracker.project.ENG", Payload: payload})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -131,7 +132,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			return cp, 0, 0, 0, err
 		}
 	}
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return cp, 0, 0, 0, err
 	}

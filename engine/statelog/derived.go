@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // MaxTxRows bounds the rows one apply transaction writes: a bulk update
@@ -43,7 +44,7 @@ func (r *Replica) rederive(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return err
 	}

@@ -220,7 +220,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 }
 
 func (r *Replica) migrate(ctx context.Context) error {
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 // ensureCheckpoint reads the domain's checkpoint, creating it at zero keyed
 // to the live stream's creation instant on a first boot.
 func (r *Replica) ensureCheckpoint(ctx context.Context, info LogInfo) (Checkpoint, error) {
-	tx, err := r.cfg.DB.BeginTx(ctx, nil)
+	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return Checkpoint{}, err
 	}
