@@ -56,22 +56,13 @@ func nodeGateTool(d Deps, name, title, desc string, destructive bool, run func(c
 	// destructive: that node's later appends are lost to the fleet.
 	ann = append(ann, mcp.WithDestructiveHintAnnotation(destructive))
 	tool := newTool(name, d.writeDesc(desc), params, ann, outputSchema[fleet.NodeGateWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return tool, d.writeHandler(name, params, func(args) *engine.Refusal {
 		if d.Surface == Seat || d.Fleet == nil {
-			return Refused(engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", name)), nil
+			return engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", name)
 		}
-		a, r := parseArgs(req, params)
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, name, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), name, "", werr), nil
-		}
+		return nil
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
 		res, err := run(ctx, w, a.str("node"))
-		if err != nil {
-			return Failed(ctx, d.logger(), name, opOf(res.WriteResult, w), err), nil
-		}
-		return Answer(res, writeText(name+" "+a.str("node"), res.WriteResult)), nil
-	}
+		return res.WriteResult, res, writeText(name+" "+a.str("node"), res.WriteResult), err
+	})
 }

@@ -93,24 +93,11 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Idempotent: a repeat with the same key has no further effect.
 		writeAnnotations("Create space", true),
 		outputSchema[kb.SpaceWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkSpaceKey("key", a.str("key"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameCreateSpace, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameCreateSpace, "", werr), nil
-		}
-		res, err := d.KB.CreateSpace(ctx, w, a.str("key"), a.str("name"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameCreateSpace, opOf(res.WriteResult, w), err), nil
-		}
-		return Answer(res, writeText("space "+a.str("key"), res.WriteResult)), nil
-	}
+	return tool, d.writeHandler(NameCreateSpace, params, func(a args) *engine.Refusal { return checkSpaceKey("key", a.str("key")) },
+		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+			res, err := d.KB.CreateSpace(ctx, w, a.str("key"), a.str("name"))
+			return res.WriteResult, res, writeText("space "+a.str("key"), res.WriteResult), err
+		})
 }
 
 // UpdateSpace is update_space {key, if_match, name, page_template, editing}.
@@ -128,35 +115,26 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Idempotent: the same settings again leave the space as it is.
 		writeAnnotations("Update space", true),
 		outputSchema[kb.SpaceWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkSpaceKey("key", a.str("key"))
+	return tool, d.writeHandler(NameUpdateSpace, params, func(a args) *engine.Refusal {
+		if r := checkSpaceKey("key", a.str("key")); r != nil {
+			return r
 		}
-		if r == nil && !a.has("name") && !a.has("page_template") && !a.has("editing") {
-			r = engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of name, page_template, editing.")
+		if !a.has("name") && !a.has("page_template") && !a.has("editing") {
+			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of name, page_template, editing.")
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameUpdateSpace, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameUpdateSpace, "", werr), nil
-		}
+		return nil
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
 		res, err := d.KB.UpdateSpace(ctx, w, a.str("key"), a.uint("if_match"), kb.SpacePatch{
 			Name:         a.strPtr("name"),
 			PageTemplate: a.strPtr("page_template"),
 			Editing:      a.strPtr("editing"),
 		})
-		if err != nil {
-			return Failed(ctx, d.logger(), NameUpdateSpace, opOf(res.WriteResult, w), err), nil
-		}
 		subject := "space " + a.str("key")
 		if res.Space != nil {
 			subject = fmt.Sprintf("space %s (version %d, %s)", res.Space.Key, res.Space.Version, res.Space.Editing)
 		}
-		return Answer(res, writeText(subject, res.WriteResult)), nil
-	}
+		return res.WriteResult, res, writeText(subject, res.WriteResult), err
+	})
 }
 
 // CreatePage is create_page {space, title, body, parent}.
@@ -173,28 +151,15 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Not idempotent: each call without op_id creates another page.
 		writeAnnotations("Create page", false),
 		outputSchema[kb.PageWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkSpaceKey("space", a.str("space"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameCreatePage, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameCreatePage, "", werr), nil
-		}
-		res, err := d.KB.CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
-		if err != nil {
-			return Failed(ctx, d.logger(), NameCreatePage, opOf(res.WriteResult, w), err), nil
-		}
-		subject := "a page in " + a.str("space")
-		if res.Page != nil {
-			subject = fmt.Sprintf("page %s %q (version %d)", res.Page.ID, res.Page.Title, res.Page.Version)
-		}
-		return Answer(res, writeText(subject, res.WriteResult)), nil
-	}
+	return tool, d.writeHandler(NameCreatePage, params, func(a args) *engine.Refusal { return checkSpaceKey("space", a.str("space")) },
+		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+			res, err := d.KB.CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
+			subject := "a page in " + a.str("space")
+			if res.Page != nil {
+				subject = fmt.Sprintf("page %s %q (version %d)", res.Page.ID, res.Page.Title, res.Page.Version)
+			}
+			return res.WriteResult, res, writeText(subject, res.WriteResult), err
+		})
 }
 
 // GetPage is get_page {id}.
@@ -281,26 +246,17 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// refused stale.
 		writeAnnotations("Update page", true),
 		outputSchema[kb.PageWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil && !a.has("title") && !a.has("body") && !a.has("parent") {
-			r = engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of title, body, parent.")
+	return tool, d.writeHandler(NameUpdatePage, params, func(a args) *engine.Refusal {
+		if !a.has("title") && !a.has("body") && !a.has("parent") {
+			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of title, body, parent.")
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameUpdatePage, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameUpdatePage, "", werr), nil
-		}
+		return nil
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
 		res, err := d.KB.UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
 			Title:  a.strPtr("title"),
 			Body:   a.strPtr("body"),
 			Parent: a.strPtr("parent"),
 		})
-		if err != nil {
-			return Failed(ctx, d.logger(), NameUpdatePage, opOf(res.WriteResult, w), err), nil
-		}
 		subject := "page " + a.str("id")
 		if res.Page != nil {
 			subject = fmt.Sprintf("page %s (version %d)", res.Page.ID, res.Page.Version)
@@ -309,8 +265,8 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Outcome == engine.Applied && res.Message != "" {
 			text += ": " + res.Message
 		}
-		return Answer(res, text), nil
-	}
+		return res.WriteResult, res, text, err
+	})
 }
 
 // SearchKnowledge is search_knowledge {query, space, limit}.
