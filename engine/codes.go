@@ -38,6 +38,10 @@ const (
 	CodeNotFound        Code = "not_found"
 	CodeAlreadyExists   Code = "already_exists"
 	CodeInternal        Code = "internal"
+	// CodeNoDataNode refuses a call from a node without the data role
+	// that no data node took: none answered, or every copy that did is
+	// out of service. The call ran nowhere.
+	CodeNoDataNode Code = "no_data_node"
 )
 
 // CodeInfo is one row of the code table.
@@ -77,6 +81,7 @@ var Codes = map[Code]CodeInfo{
 	CodeInvalidArgument:      {CodeInvalidArgument, false, 0, http.StatusBadRequest, "An argument is malformed. Fix it as the message says and call again."},
 	CodeNotFound:             {CodeNotFound, false, 0, http.StatusNotFound, "Nothing by that name exists. List what exists and use one of those names."},
 	CodeAlreadyExists:        {CodeAlreadyExists, false, 0, http.StatusConflict, "Something by that name already exists. Use it, or choose another name."},
+	CodeNoDataNode:           {CodeNoDataNode, true, 1, http.StatusServiceUnavailable, "No data node took the call: none answered, or every one that did has its copy out of service. The call ran nowhere; retry after the hint, and check the data nodes with `crewlet retention status`."},
 	CodeInternal:             {CodeInternal, false, 0, http.StatusInternalServerError, "Internal error. It has been logged; retry later."},
 }
 

@@ -21,6 +21,7 @@ const (
 	ComponentMCP      = "mcp"
 	ComponentHTTP     = "http"
 	ComponentNode     = "node"
+	ComponentEstate   = "estate"
 )
 
 // Event names the seeds fix. The slog message is exactly one of these.

@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"strings"
 	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/tools"
@@ -28,5 +31,50 @@ func TestNodeGateTools(t *testing.T) {
 	res := callTool(t, c, tools.NameEvictNode, map[string]any{"node": "n1"})
 	if m := object(t, res); !res.IsError || m["refused"] != "invalid_argument" {
 		t.Fatalf("self-eviction: %v", m)
+	}
+}
+
+// TestRetentionStatusTool: retention_status over the operator MCP of a
+// real node is the replication answer — at stale, naming this node with
+// its tracker and pages figures, the table as its text — and is read-only.
+func TestRetentionStatusTool(t *testing.T) {
+	n, err := node.Open(ctxT(t), node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	s := NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages()), WithFleet(n.NodeGates()), WithRetention(n.Retention()))
+	c := inProcess(t, s)
+	list, err := c.ListTools(ctxT(t), mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, tl := range list.Tools {
+		if tl.Name == tools.NameRetentionStatus {
+			found = true
+			if tl.Annotations.ReadOnlyHint == nil || !*tl.Annotations.ReadOnlyHint {
+				t.Fatal("retention_status is not annotated read-only")
+			}
+		}
+	}
+	if !found {
+		t.Fatal("retention_status is not offered")
+	}
+	res := callTool(t, c, tools.NameRetentionStatus, map[string]any{})
+	m := object(t, res)
+	nodes, _ := m["nodes"].([]any)
+	if res.IsError || m["level"] != "stale" || len(nodes) != 1 {
+		t.Fatalf("retention_status: %v", m)
+	}
+	domains, _ := nodes[0].(map[string]any)["domains"].([]any)
+	if nodes[0].(map[string]any)["node"] != "n1" || len(domains) != 2 {
+		t.Fatalf("retention_status names %v", nodes[0])
+	}
+	if txt := textOf(res); !strings.Contains(txt, "APPLIED_THROUGH") || !strings.Contains(txt, "level: stale") {
+		t.Fatalf("retention_status text: %s", txt)
+	}
+	if res := callTool(t, c, tools.NameRetentionStatus, map[string]any{"level": "linearizable"}); !res.IsError {
+		t.Fatalf("retention_status took a level argument: %s", textOf(res))
 	}
 }

@@ -45,6 +45,9 @@ func WithKB(k tools.KB) Option { return func(d *tools.Deps) { d.KB = k } }
 // WithFleet offers the node-gate tools (evict_node, readmit_node) over f.
 func WithFleet(f tools.Fleet) Option { return func(d *tools.Deps) { d.Fleet = f } }
 
+// WithRetention offers retention_status over r.
+func WithRetention(r tools.Retention) Option { return func(d *tools.Deps) { d.Retention = r } }
+
 // newBareServer is a server with Crewlet's options and no tools.
 //
 // mcp-go's input schema validation stays off: the tools parse their

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -19,14 +20,51 @@ type Fleet interface {
 
 var _ Fleet = (*fleet.NodeGates)(nil)
 
-// Names of the node-gate tools.
+// Retention answers about replication: how far each data node has
+// applied each log. *fleet.Status satisfies it.
+type Retention interface {
+	Answer(ctx context.Context) (fleet.Answer, error)
+}
+
+var _ Retention = (*fleet.Status)(nil)
+
+// Names of the replication tools.
 const (
-	NameEvictNode   = "evict_node"
-	NameReadmitNode = "readmit_node"
+	NameEvictNode       = "evict_node"
+	NameReadmitNode     = "readmit_node"
+	NameRetentionStatus = "retention_status"
 )
 
 // FleetOperator are the node-gate tools: the operator surface only.
 var FleetOperator = []Constructor{EvictNode, ReadmitNode}
+
+// RetentionOperator is the replication answer: the operator surface only.
+var RetentionOperator = []Constructor{RetentionStatus}
+
+// RetentionStatus is retention_status {}: the replication answer.
+func RetentionStatus(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	var params []param
+	tool := newTool(NameRetentionStatus,
+		"How far each data node has applied each log (operator only): seq and applied_through per node and domain beside GEN and lag, each log's range, and the instants (stream_created_at, checkpoint_stored_at). A replication answer, so its level is not yours to choose: stale, or consistent_prefix with a note when this node cannot measure its lag.",
+		params, readAnnotations("Retention status"), outputSchema[fleet.Answer]())
+	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if _, r := parseArgs(req, params); r != nil {
+			return Refused(r), nil
+		}
+		if d.Retention == nil {
+			return Refused(engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", NameRetentionStatus)), nil
+		}
+		a, err := d.Retention.Answer(ctx)
+		if err != nil {
+			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
+		}
+		var b strings.Builder
+		if err := a.WriteTable(&b); err != nil {
+			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
+		}
+		return Answer(a, b.String()), nil
+	}
+}
 
 var nodeParam = param{name: "node", kind: kindString, required: true, nonEmpty: true, maxBytes: 63,
 	desc: "The node's node.name, as crewlet retention status lists it."}

@@ -32,6 +32,8 @@ type Deps struct {
 	KB KB
 	// Fleet is the node gate; nil leaves evict_node and readmit_node out.
 	Fleet Fleet
+	// Retention is the replication answer; nil leaves retention_status out.
+	Retention Retention
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
@@ -96,27 +98,50 @@ var (
 
 // Set builds the tools of one surface from its dependencies.
 func Set(d Deps) []server.ServerTool {
-	var ctors []Constructor
-	switch d.Surface {
-	case Operator, "", Seat:
-		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
-		if d.KB != nil {
-			ctors = append(append(ctors, KBReads...), KBWrites...)
-			if d.Surface != Seat {
-				ctors = append(ctors, KBOperator...)
-			}
-		}
-	}
-	if d.takesOpID() {
-		ctors = append(ctors, TrackerOperatorOnly...)
-		if d.Fleet != nil {
-			ctors = append(ctors, FleetOperator...)
-		}
-	}
+	ctors := constructors(d.Surface, d.KB != nil, d.Fleet != nil, d.Retention != nil)
 	out := make([]server.ServerTool, 0, len(ctors))
 	for _, c := range ctors {
 		t, h := c(d)
 		out = append(out, server.ServerTool{Tool: t, Handler: h})
 	}
 	return out
+}
+
+// Definitions are the tools of a surface with every domain, without
+// their handlers: what a node without the data role offers, sending each
+// call on to a data node.
+func Definitions(s Surface) []mcp.Tool {
+	ctors := constructors(s, true, true, true)
+	out := make([]mcp.Tool, 0, len(ctors))
+	for _, c := range ctors {
+		t, _ := c(Deps{Surface: s})
+		out = append(out, t)
+	}
+	return out
+}
+
+// constructors are the tools of a surface: the knowledge base's where kb,
+// the node gates where fleet, the replication answer where retention.
+func constructors(s Surface, kb, fleet, retention bool) []Constructor {
+	var ctors []Constructor
+	switch s {
+	case Operator, "", Seat:
+		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
+		if kb {
+			ctors = append(append(ctors, KBReads...), KBWrites...)
+			if s != Seat {
+				ctors = append(ctors, KBOperator...)
+			}
+		}
+	}
+	if s == Operator || s == "" {
+		ctors = append(ctors, TrackerOperatorOnly...)
+		if fleet {
+			ctors = append(ctors, FleetOperator...)
+		}
+		if retention {
+			ctors = append(ctors, RetentionOperator...)
+		}
+	}
+	return ctors
 }

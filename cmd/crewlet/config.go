@@ -26,6 +26,9 @@ const (
 	// EnvOperatorToken is read by `crewlet mcp --node URL` when no
 	// --token-file is given.
 	EnvOperatorToken = "CREWLET_OPERATOR_TOKEN"
+	// EnvStreamToken is read by `crewlet mcp --join` when no --token-file
+	// is given: the brokers' stream.client.token.
+	EnvStreamToken = "CREWLET_STREAM_TOKEN"
 )
 
 // Config is the YAML file of Tier A fields, nested as the seeds name them
@@ -70,6 +73,19 @@ type StreamSection struct {
 	URLs []string `yaml:"urls"`
 	// Leaf is stream.leaf.*: a satellite whose broker is a leaf node.
 	Leaf LeafSection `yaml:"leaf"`
+	// Client is stream.client.*: the embedded broker's client port, for
+	// nodes without the data role (crewlet mcp --join).
+	Client ClientSection `yaml:"client"`
+}
+
+// ClientSection is stream.client.*.
+type ClientSection struct {
+	// Listen is stream.client.listen: host:port the embedded broker takes
+	// clients on (unset: none from the network).
+	Listen string `yaml:"listen"`
+	// Token is stream.client.token: what every client presents; required
+	// with Listen, the same on every node of a fleet.
+	Token string `yaml:"token"`
 }
 
 // ClusterSection is stream.cluster.*.
@@ -366,7 +382,8 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			Replicas:           c.Stream.Replicas,
 			Cluster: node.ClusterConfig{Name: c.Stream.Cluster.Name, Listen: c.Stream.Cluster.Listen,
 				Routes: c.Stream.Cluster.Routes, Advertise: c.Stream.Cluster.Advertise},
-			URLs: c.Stream.URLs,
+			URLs:   c.Stream.URLs,
+			Client: node.ClientConfig{Listen: c.Stream.Client.Listen, Token: c.Stream.Client.Token},
 		},
 		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // validateFleet checks the fleet's fields: the cluster block, the replica
@@ -57,6 +58,9 @@ func (c *Config) validateFleet() error {
 			return err
 		}
 	}
+	if err := validateClient(s); err != nil {
+		return err
+	}
 	if len(s.Leaf.URLs) > 0 {
 		// The satellite topology is not built yet; refuse rather than run
 		// a node that silently is not one.
@@ -69,6 +73,32 @@ func validateNATSURL(field, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
 		return &ConfigError{Field: field, Value: raw, Reason: "is not nats://host:port"}
+	}
+	return nil
+}
+
+// validateClient checks stream.client.*: a client port is opened only on
+// an embedded broker, and never without a token, since whatever connects
+// there can append to the logs.
+func validateClient(s StreamSection) error {
+	c := s.Client
+	if c.Listen == "" {
+		if c.Token != "" {
+			return &ConfigError{Field: "stream.client.token", Reason: "is only read with stream.client.listen"}
+		}
+		return nil
+	}
+	if s.Type == "nats" {
+		return &ConfigError{Field: "stream.client.listen", Value: c.Listen, Reason: "is refused on stream.type: nats: this node runs no broker; nodes without data join the external servers (crewlet mcp --join nats://…)"}
+	}
+	if err := validateListen("stream.client.listen", c.Listen); err != nil {
+		return err
+	}
+	if c.Token == "" {
+		return &ConfigError{Field: "stream.client.token", Reason: "is required with stream.client.listen: whatever connects to the broker's client port can append to the logs; give every node the same token of 16 characters or more"}
+	}
+	if len(c.Token) < 16 || strings.ContainsAny(c.Token, " \t\r\n") {
+		return &ConfigError{Field: "stream.client.token", Reason: "must be 16 characters or more, without whitespace"}
 	}
 	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/node"
 )
 
@@ -65,25 +63,5 @@ func TestValidateSaysWhatItCannotCheck(t *testing.T) {
 	got := strings.Join(cannotCheck(Config{Stream: StreamSection{Type: "nats", URLs: []string{"nats://h:4222"}}}), "\n")
 	if !strings.Contains(got, "sync_interval") {
 		t.Fatalf("validate of stream.type nats does not say it cannot check the servers' sync: %s", got)
-	}
-}
-
-func TestPrintRetention(t *testing.T) {
-	secs := 1.5
-	a := fleet.Answer{Level: engine.Stale, Node: "n1", Logs: []fleet.LogFigures{{Domain: engine.DomainTracker, Stream: "CREWLET_TRACKER_LOG", Generation: 2, LastSeq: 40, Measured: true}},
-		Nodes: []fleet.NodeFigures{
-			{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2, Seq: 40, AppliedThrough: 38}, Lag: &engine.Lag{Seq: 0, Seconds: &secs}}}},
-			{Node: "n2", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 1, Seq: 90, AppliedThrough: 90}, LeftGen: 1}}},
-			{Node: "n3", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2}}}},
-		}}
-	var b strings.Builder
-	if err := PrintRetention(&b, a); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("retention table lacks %q:\n%s", want, out)
-		}
 	}
 }

@@ -76,7 +76,14 @@ type childFleet struct {
 	dirs    []string
 	configs []string
 	serves  []*Serve
+	// clientURLs are the brokers' client ports (stream.client.listen),
+	// opened with the token in tokenFile.
+	clientURLs []string
+	tokenFile  string
 }
+
+// childFleetToken is the brokers' stream.client.token in a child fleet.
+const childFleetToken = "child-fleet-client-token"
 
 // startChildFleet writes three cluster configs and boots three `crewlet
 // serve` children at once.
@@ -84,6 +91,10 @@ func startChildFleet(t *testing.T) *childFleet {
 	t.Helper()
 	f := &childFleet{bin: BuildBinary(t)}
 	root := t.TempDir()
+	f.tokenFile = filepath.Join(root, "stream.token")
+	if err := os.WriteFile(f.tokenFile, []byte(childFleetToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var routes []string
 	var listens []string
 	for i := 0; i < 3; i++ {
@@ -94,8 +105,10 @@ func startChildFleet(t *testing.T) *childFleet {
 	for i := 0; i < 3; i++ {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
 		cfg := filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1))
-		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n",
-			i+1, listens[i], strings.Join(routes, ", "))
+		client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		f.clientURLs = append(f.clientURLs, "nats://"+client)
+		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n",
+			i+1, listens[i], strings.Join(routes, ", "), client, childFleetToken)
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/mcp"
 )
@@ -25,7 +26,8 @@ type mcpOptions struct {
 	Config    Config
 	DataDir   string
 	NodeURL   string // empty: embedded node on DataDir
-	Token     string // with NodeURL
+	Token     string // with NodeURL: the operator token; with Join: stream.client.token
+	Join      []string
 	LogFormat string
 }
 
@@ -35,16 +37,20 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	configPath := fs.String("config", "", "YAML `file` of Tier A fields for the embedded node")
 	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory of the embedded node")
 	nodeURL := fs.String("node", "", "use the running node at `URL` (its operator MCP, e.g. http://127.0.0.1:7420/operator/mcp) instead of an embedded one")
-	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+EnvOperatorToken+")")
+	join := fs.String("join", "", "join the fleet as a node without data: the brokers' client `URL`s (nats://host:4222, comma-separated); calls go to a sound data node")
+	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+EnvOperatorToken+"), or stream.client.token for --join (default: $"+EnvStreamToken+")")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, or against a running node with --node URL.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, against a running node with --node URL, or as a node without data with --join URL.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return mcpOptions{}, err
 	}
 	o := mcpOptions{DataDir: *dataDir, LogFormat: *logFormat}
+	if *join != "" {
+		return c.parseJoin(fs, o, *join, *nodeURL, *configPath, *tokenFile)
+	}
 	if *nodeURL == "" {
 		if *tokenFile != "" {
 			return o, usageErrorf("--token-file needs --node URL")
@@ -87,6 +93,35 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	return o, nil
 }
 
+// parseJoin resolves --join: the brokers' URLs and the client token.
+func (c *MCPCommand) parseJoin(fs *flag.FlagSet, o mcpOptions, join, nodeURL, configPath, tokenFile string) (mcpOptions, error) {
+	if nodeURL != "" || flagSet(fs, "data") || configPath != "" {
+		return o, usageErrorf("--join makes this a node without data: --node, --data and --config belong to the other ways of running")
+	}
+	for _, u := range strings.Split(join, ",") {
+		u = strings.TrimSpace(u)
+		if err := validateNATSURL("--join", u); err != nil {
+			return o, usageErrorf("--join %q is not nats://host:port (the brokers' client port, stream.client.listen)", u)
+		}
+		o.Join = append(o.Join, u)
+	}
+	switch {
+	case tokenFile != "":
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return o, fmt.Errorf("--token-file: %w", err)
+		}
+		o.Token = strings.TrimSpace(string(b))
+		if o.Token == "" {
+			return o, fmt.Errorf("--token-file %s is empty", tokenFile)
+		}
+	default:
+		// An external NATS may want none, or take credentials in the URL.
+		o.Token = strings.TrimSpace(os.Getenv(EnvStreamToken))
+	}
+	return o, nil
+}
+
 // OperatorMCPURL accepts a node's base URL or its operator MCP URL and
 // returns the latter.
 func OperatorMCPURL(raw string) (string, error) {
@@ -111,6 +146,9 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 
+	if len(o.Join) > 0 {
+		return c.runJoined(ctx, o, logger)
+	}
 	if o.NodeURL != "" {
 		srv, closeRemote, err := mcp.NewRemoteServer(ctx, o.NodeURL, o.Token, Version(), logger)
 		if err != nil {
@@ -139,6 +177,25 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 			logger.Error("node close failed", engine.LogErr, err)
 		}
 	}()
+	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
+	// A data node serves the estate to nodes without data whatever its
+	// surface.
+	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {
+		return err
+	}
 	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir)
-	return mcp.ServeStdio(ctx, mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates())), c.Stdin, c.Stdout, logger)
+	return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
+}
+
+// runJoined serves stdio as a node without the data role: it holds no
+// estate, and every call goes over the brokers to a sound data node.
+func (c *MCPCommand) runJoined(ctx context.Context, o mcpOptions, logger *slog.Logger) error {
+	host, _ := os.Hostname()
+	es, err := estate.Dial(estate.DialOptions{URLs: o.Join, Token: o.Token, Name: "crewlet mcp --join@" + host, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("--join: %w; check the URL and the token (stream.client.token)", err)
+	}
+	defer es.Close()
+	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","))
+	return mcp.ServeStdio(ctx, mcp.NewJoinedServer(es, Version(), logger, mcp.JoinOptions{}), c.Stdin, c.Stdout, logger)
 }

@@ -126,7 +126,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: AllowedHosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()))
+	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
+	// Nodes without the data role reach the estate through this node
+	// while its copy is in service, over the broker's client port or a
+	// peer's.
+	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {
+		return err
+	}
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
@@ -150,6 +156,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 
 	logger.Info("serving", "node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir)
 	fmt.Fprintf(c.Stderr, "crewlet serve: operator MCP at %s (bearer token in %s)\n", mcpURL, tokenSource)
+	if u := n.ClientURL(); u != "" {
+		fmt.Fprintf(c.Stderr, "crewlet serve: nodes without data join at %s (crewlet mcp --join %s, with stream.client.token)\n", u, u)
+	}
 
 	select {
 	case <-ctx.Done():

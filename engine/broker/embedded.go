@@ -61,6 +61,38 @@ type EmbeddedOptions struct {
 	// Cluster, when set, joins this broker to a NATS cluster of embedded
 	// brokers (stream.cluster.*); nil runs it alone.
 	Cluster *ClusterOptions
+	// Client, when set, opens the broker's client port to the network
+	// (stream.client.*) for nodes without the data role.
+	Client *ClientOptions
+}
+
+// ClientOptions is stream.client.*: the client listener nodes without
+// the data role connect to, and the token every client must present
+// (this node's own connection included). A client port reaches the logs
+// themselves, so it is never opened without a token.
+type ClientOptions struct {
+	Listen string
+	Token  string
+}
+
+func (c *ClientOptions) apply(opts *server.Options) error {
+	if c.Token == "" {
+		return errors.New("broker: stream.client.token is required with stream.client.listen: whatever connects to the client port can append to the logs")
+	}
+	host, portStr, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("broker: stream.client.listen %q is not host:port", c.Listen)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("broker: stream.client.listen %q has no valid port", c.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts.DontListen, opts.Host, opts.Port = false, host, port
+	opts.Authorization = c.Token
+	return nil
 }
 
 // ClusterOptions is stream.cluster.*: the route listener, the peers'
@@ -118,6 +150,8 @@ type Embedded struct {
 	Server *server.Server
 	Conn   *nats.Conn
 	JS     jetstream.JetStream
+	// clientOpen says stream.client.listen opened the client port.
+	clientOpen bool
 }
 
 // StartEmbedded starts the broker, waits until it is ready, and reads its
@@ -143,6 +177,11 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 			return nil, err
 		}
 	}
+	if o.Client != nil {
+		if err := o.Client.apply(opts); err != nil {
+			return nil, err
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -160,6 +199,9 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		return nil, err
 	}
 	connect := []nats.Option{nats.Name(o.ServerName), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+	if o.Client != nil {
+		connect = append(connect, nats.Token(o.Client.Token))
+	}
 	url := ""
 	if o.ClientURL != nil {
 		url = o.ClientURL(ns.ClientURL())
@@ -177,7 +219,16 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		ns.Shutdown()
 		return nil, err
 	}
-	return &Embedded{Server: ns, Conn: nc, JS: js}, nil
+	return &Embedded{Server: ns, Conn: nc, JS: js, clientOpen: o.Client != nil}, nil
+}
+
+// ClientURL is the URL nodes without data connect to: the client
+// listener's, empty when the broker has no open client port.
+func (e *Embedded) ClientURL() string {
+	if e.Server == nil || !e.clientOpen {
+		return ""
+	}
+	return e.Server.ClientURL()
 }
 
 // CheckSync reads the running broker's JetStream config and refuses one

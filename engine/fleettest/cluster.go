@@ -23,6 +23,9 @@ type Options struct {
 	Size int
 	// Configure adjusts node i's config before every open (restarts too).
 	Configure func(i int, cfg *node.Config)
+	// Opened runs on node i after every open (restarts too): a test wires
+	// the node's surfaces there. An error fails the start.
+	Opened func(i int, n *node.Node) error
 }
 
 // Cluster is a fleet of data nodes in this process, each broker's routes
@@ -36,6 +39,8 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	nodes []*node.Node
+	// paused[i] is non-nil while node i is paused; closed on resume.
+	paused []chan struct{}
 }
 
 // StartCluster opens every node at once (each boot waits for the meta
@@ -45,7 +50,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	if opts.Size == 0 {
 		opts.Size = 3
 	}
-	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size)}
+	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size), paused: make([]chan struct{}, opts.Size)}
 	ports := make([]string, opts.Size)
 	for i := range ports {
 		ports[i] = freeAddr(t)
@@ -161,11 +166,27 @@ func (c *Cluster) Start(i int) error {
 	if c.opts.Configure != nil {
 		c.opts.Configure(i, &cfg)
 	}
+	// A paused node's appliers stop where they stand, inside their
+	// transaction, as a stopped process's would.
+	inner := cfg.Hooks.BeforeApplyCommit
+	cfg.Hooks.BeforeApplyCommit = func(d engine.Domain, last uint64) error {
+		c.WaitRunning(i)
+		if inner != nil {
+			return inner(d, last)
+		}
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if c.opts.Opened != nil {
+		if err := c.opts.Opened(i, n); err != nil {
+			n.Close()
+			return err
+		}
 	}
 	c.mu.Lock()
 	c.nodes[i] = n
@@ -204,8 +225,45 @@ func (c *Cluster) Slow(i int, d time.Duration) {
 	}
 }
 
-// HealLinks heals every proxy.
+// Pause stands in for SIGSTOP of node i inside this process: every route
+// to and from it stays open and silent (its peers see no reset and no
+// bytes), its appliers stop inside their next transaction, and clients
+// that call WaitRunning wait, until HealLinks. Its broker's own timers run
+// on, which a stopped process's would not.
+func (c *Cluster) Pause(i int) {
+	c.mu.Lock()
+	if c.paused[i] == nil {
+		c.paused[i] = make(chan struct{})
+	}
+	c.mu.Unlock()
+	for j := range c.cfgs {
+		if j != i {
+			c.Proxies[i][j].Freeze()
+			c.Proxies[j][i].Freeze()
+		}
+	}
+}
+
+// WaitRunning blocks while node i is paused.
+func (c *Cluster) WaitRunning(i int) {
+	c.mu.Lock()
+	p := c.paused[i]
+	c.mu.Unlock()
+	if p != nil {
+		<-p
+	}
+}
+
+// HealLinks heals every proxy and resumes every paused node.
 func (c *Cluster) HealLinks() {
+	c.mu.Lock()
+	for i, p := range c.paused {
+		if p != nil {
+			close(p)
+			c.paused[i] = nil
+		}
+	}
+	c.mu.Unlock()
 	for _, row := range c.Proxies {
 		for _, p := range row {
 			if p != nil {

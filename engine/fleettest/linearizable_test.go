@@ -355,6 +355,8 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 			return
 		default:
 		}
+		// A paused node's clients are paused with it.
+		c.WaitRunning(n)
 		nd := c.Node(n)
 		if nd == nil {
 			time.Sleep(50 * time.Millisecond)

@@ -10,8 +10,9 @@ import (
 // Nemesis injects one fault at a time into a Cluster, seeded: a quiet
 // period, then a fault held for a while, then its heal, until Stop. Faults:
 // isolating a node (a minority of one), cutting one link (a non-transitive
-// partition), slowing every link of a node, and stopping a node then
-// restarting it on its data directory.
+// partition), slowing every link of a node, pausing a node (its links
+// open and silent, its appliers and clients held), and stopping a node
+// then restarting it on its data directory.
 type Nemesis struct {
 	c    *Cluster
 	rng  *rand.Rand
@@ -59,7 +60,8 @@ func (n *Nemesis) run() {
 		}
 		victim := n.rng.Intn(size)
 		hold := n.between(2*time.Second, 5*time.Second)
-		kind := []string{"isolate", "cut_link", "slow", "stop_restart"}[n.rng.Intn(4)]
+		kinds := []string{"isolate", "cut_link", "slow", "stop_restart", "pause"}
+		kind := kinds[n.rng.Intn(len(kinds))]
 		n.logf("nemesis: %s n%d for %v", kind, victim+1, hold)
 		switch kind {
 		case "isolate":
@@ -74,6 +76,10 @@ func (n *Nemesis) run() {
 			n.c.HealLinks()
 		case "slow":
 			n.c.Slow(victim, n.between(20*time.Millisecond, 80*time.Millisecond))
+			n.sleep(hold)
+			n.c.HealLinks()
+		case "pause":
+			n.c.Pause(victim)
 			n.sleep(hold)
 			n.c.HealLinks()
 		case "stop_restart":

@@ -9,16 +9,19 @@ import (
 
 // Proxy forwards TCP connections from its own loopback port to a target.
 // Cut closes every connection and refuses new ones until Heal; Delay holds
-// every forwarded chunk for a while, in both directions.
+// every forwarded chunk for a while, in both directions; Freeze forwards
+// nothing until Heal while every connection stays open, which is what a
+// peer sees of a paused (SIGSTOP) or hung process: no reset, no bytes.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	delay time.Duration
-	conns map[net.Conn]struct{}
-	done  bool
+	mu     sync.Mutex
+	cut    bool
+	delay  time.Duration
+	frozen chan struct{} // non-nil while frozen; closed by Heal
+	conns  map[net.Conn]struct{}
+	done   bool
 }
 
 // NewProxy listens on 127.0.0.1:0 and forwards to target.
@@ -75,6 +78,10 @@ func (p *Proxy) forward(in net.Conn) {
 		for {
 			n, err := src.Read(buf)
 			if n > 0 {
+				// While frozen, what was read waits here, and this pipe
+				// reads no more: the sender's socket fills, as it would
+				// against a stopped process.
+				p.waitThawed()
 				if d := p.currentDelay(); d > 0 {
 					time.Sleep(d)
 				}
@@ -96,6 +103,25 @@ func (p *Proxy) forward(in net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, in)
 	delete(p.conns, out)
+	p.mu.Unlock()
+}
+
+func (p *Proxy) waitThawed() {
+	p.mu.Lock()
+	f := p.frozen
+	p.mu.Unlock()
+	if f != nil {
+		<-f
+	}
+}
+
+// Freeze stops forwarding in both directions, keeping every connection
+// open, until Heal.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	if p.frozen == nil {
+		p.frozen = make(chan struct{})
+	}
 	p.mu.Unlock()
 }
 
@@ -124,11 +150,16 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// Heal accepts connections again and removes any delay.
+// Heal accepts connections again, removes any delay and thaws a freeze:
+// what was held flows on.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
 	p.delay = 0
+	if p.frozen != nil {
+		close(p.frozen)
+		p.frozen = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -138,6 +169,7 @@ func (p *Proxy) Close() {
 	p.done = true
 	p.mu.Unlock()
 	p.ln.Close()
+	p.Heal()
 	p.Cut()
 }
 

@@ -77,6 +77,9 @@ type StreamConfig struct {
 	Cluster ClusterConfig
 	// URLs is stream.urls: the external NATS servers of stream.type: nats.
 	URLs []string
+	// Client is stream.client.*: the embedded broker's client port, opened
+	// for nodes without the data role.
+	Client ClientConfig
 	// ClusterWait bounds how long a boot waits for the cluster to elect a
 	// JetStream meta leader and place the streams (default 2 min).
 	ClusterWait time.Duration
@@ -93,6 +96,16 @@ type ClusterConfig struct {
 	// Advertise is stream.cluster.advertise: the route address gossiped
 	// to peers (the fault harness sets a dead one; see broker.ClusterOptions).
 	Advertise string
+}
+
+// ClientConfig is stream.client.*.
+type ClientConfig struct {
+	// Listen is stream.client.listen: host:port of the client listener
+	// (unset: the broker takes no client from the network).
+	Listen string
+	// Token is stream.client.token: what every client presents, required
+	// with Listen.
+	Token string
 }
 
 // StoreConfig is the store.* block of Tier A.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -38,6 +39,7 @@ type Node struct {
 	pages   *statelog.Replica
 	kb      *kb.Service
 	units   *turns.Units
+	estate  *estate.Server
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -77,6 +79,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			Sync: sync, MaxStore: cfg.Stream.StoreMaxBytes, Logger: cfg.Logger, ClientURL: cfg.Hooks.ClientURL}
 		if c := cfg.Stream.Cluster; c.Listen != "" {
 			eo.Cluster = &broker.ClusterOptions{Name: c.Name, Listen: c.Listen, Routes: c.Routes, Advertise: c.Advertise}
+		}
+		if c := cfg.Stream.Client; c.Listen != "" {
+			eo.Client = &broker.ClientOptions{Listen: c.Listen, Token: c.Token}
 		}
 		n.broker, err = broker.StartEmbedded(eo)
 	}
@@ -188,6 +193,9 @@ func withDefaults(cfg Config) (Config, error) {
 		}
 		if cfg.Stream.Cluster.Listen != "" {
 			return cfg, errors.New("stream.cluster: refused on stream.type: nats: this node runs no broker to cluster")
+		}
+		if cfg.Stream.Client.Listen != "" {
+			return cfg, errors.New("stream.client: refused on stream.type: nats: this node runs no broker to open; nodes without data join the external servers")
 		}
 	default:
 		return cfg, fmt.Errorf("stream.type %q is not one of embedded, nats", cfg.Stream.Type)
@@ -338,6 +346,38 @@ func (n *Node) Retention() *fleet.Status {
 	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Clock: n.cfg.Clock, Known: n.beat.Known}
 }
 
+// ServeEstate answers calls from nodes without the data role through h
+// (the operator surface's message handler) until Close, while this
+// node's copy is in service.
+func (n *Node) ServeEstate(h estate.Handler) error {
+	if n.estate != nil {
+		return errors.New("node: the estate is served already")
+	}
+	s, err := estate.Serve(estate.ServerConfig{Conn: n.broker.Conn, Node: n.cfg.Name,
+		Standing: n.OutOfService, Handle: h, Logger: n.cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("node: serve the estate: %w", err)
+	}
+	n.estate = s
+	return nil
+}
+
+// OutOfService says why this node's copy cannot serve the estate, nil
+// while it can: the tracker's or the knowledge base's copy is stalled,
+// stopped, evicted, or otherwise refuses for what it is.
+func (n *Node) OutOfService() *engine.Refusal {
+	for _, r := range n.replicas() {
+		if ref := r.OutOfService(); ref != nil {
+			return ref
+		}
+	}
+	return nil
+}
+
+// ClientURL is where nodes without data connect (stream.client.listen),
+// empty when this node's broker takes no clients from the network.
+func (n *Node) ClientURL() string { return n.broker.ClientURL() }
+
 // DB is the replicated database (tests count rows through it).
 func (n *Node) DB() *sql.DB { return n.db }
 
@@ -352,6 +392,9 @@ func (n *Node) Close() error {
 
 func (n *Node) close() error {
 	var errs []error
+	if n.estate != nil {
+		n.estate.Close()
+	}
 	n.beat.Close()
 	if n.stop != nil {
 		close(n.stop)

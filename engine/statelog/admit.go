@@ -95,17 +95,8 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		return refuse(engine.Refuse(engine.CodeInvalidArgument, "read_level=session needs min_position, the position your write answered with; without one, ask for read_level=linearizable, or read_level=stale with max_lag_seq.").With("key", "min_position"))
 	}
 	// The node's standing: none of these is cured by waiting here.
-	switch {
-	case st.Evicted:
-		return refuse(engine.RefuseDoc(engine.CodeEvicted))
-	case st.WrongLog != "":
-		return refuse(engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored.", st.Stream, st.WrongLog))
-	case st.FloorUnknown:
-		return refuse(engine.Refuse(engine.CodeFloorUnknown, "the published trim floor of %s could not be read, and an unreadable floor blocks: serving could cover a hole this node cannot see. Check coordination.", st.Stream))
-	case st.BelowFloor:
-		return refuse(engine.Refuse(engine.CodeBelowFloor, "records of %s this node never applied are gone from the log, so its rows miss state no replay can supply. It adopts a peer's snapshot on its own; ask another node meanwhile.", st.Stream))
-	case st.ScopeUnknown > 0:
-		return refuse(engine.Refuse(engine.CodeDeferredScopeUnknown, "this node holds %d record(s) of %s it cannot decode whose scope it cannot read either, so nothing it says about this domain can be vouched for. Upgrade this node to the record version the fleet writes.", st.ScopeUnknown, st.Stream).With("domain", st.Stream))
+	if r := standing(st); r != nil {
+		return refuse(r)
 	}
 	// A frozen prefix is still a coherent one: only consistent_prefix,
 	// which claims no age, is answered by a stalled node.
@@ -155,6 +146,42 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		}
 	}
 	return Admission{Level: o.Level}
+}
+
+// standing refuses for what this node is rather than for what a read
+// asks: an eviction, a log that is not the rows' log, an unreadable or
+// passed trim floor, a record whose scope nobody can read. None of these
+// is cured by waiting on this node.
+func standing(st NodeState) *engine.Refusal {
+	switch {
+	case st.Evicted:
+		return engine.RefuseDoc(engine.CodeEvicted)
+	case st.WrongLog != "":
+		return engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored.", st.Stream, st.WrongLog)
+	case st.FloorUnknown:
+		return engine.Refuse(engine.CodeFloorUnknown, "the published trim floor of %s could not be read, and an unreadable floor blocks: serving could cover a hole this node cannot see. Check coordination.", st.Stream)
+	case st.BelowFloor:
+		return engine.Refuse(engine.CodeBelowFloor, "records of %s this node never applied are gone from the log, so its rows miss state no replay can supply. It adopts a peer's snapshot on its own; ask another node meanwhile.", st.Stream)
+	case st.ScopeUnknown > 0:
+		return engine.Refuse(engine.CodeDeferredScopeUnknown, "this node holds %d record(s) of %s it cannot decode whose scope it cannot read either, so nothing it says about this domain can be vouched for. Upgrade this node to the record version the fleet writes.", st.ScopeUnknown, st.Stream).With("domain", st.Stream)
+	}
+	return nil
+}
+
+// OutOfService says why this copy cannot serve the estate, nil while it
+// can: its standing refuses (evicted, wrong log, trim floor, unreadable
+// scope), or its applier is stalled past the retry budget or stopped for
+// good, so its rows are frozen. Lag is not among them: a node that is
+// behind still serves, and its reads wait or refuse behind on their own.
+func (r *Replica) OutOfService() *engine.Refusal {
+	st := r.State()
+	if ref := standing(st); ref != nil {
+		return ref
+	}
+	if st.Fault != nil {
+		return stalled(st)
+	}
+	return nil
 }
 
 func stalled(st NodeState) *engine.Refusal {
