@@ -48,6 +48,13 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 	}
 	opts = append(opts, jetstream.WithExpectStream(l.name))
 	ack, err := l.js.Publish(ctx, subject, data, opts...)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) {
+		// Every attempt was answered no-responders: the broker delivered
+		// the append to nobody, because only a stream's leader listens on
+		// its subjects and no leader is reachable from here (a minority,
+		// or an election under way). Nothing was stored.
+		return statelog.PubAck{}, fmt.Errorf("%w: no leader of %s answers from this broker (%v)", statelog.ErrNoQuorum, l.name, err)
+	}
 	if err != nil {
 		return statelog.PubAck{}, classify(err)
 	}

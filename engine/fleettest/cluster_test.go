@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine"
@@ -64,11 +66,13 @@ func TestClusterR3(t *testing.T) {
 	}
 }
 
-// TestMinorityWriteNeverApplied: a node cut from both peers publishes into
-// a broker with no quorum. The write ends unknown or is refused
-// (no_quorum, broker_unreachable), never applied; the majority keeps
-// writing; after the heal the cut node converges, and an unknown write is
-// resolved by retrying it under the same op id.
+// TestMinorityWriteNeverApplied: a node cut from both peers, and not the
+// tracker stream's leader, publishes into a broker with no quorum: only a
+// stream's leader listens on its subjects, so the broker answers that
+// nobody took the append, and the write is refused no_quorum (nothing
+// written), as is a linearizable read's barrier; never applied. The
+// majority keeps writing; after the heal the cut node converges, and the
+// refused write retried under its op id lands once.
 func TestMinorityWriteNeverApplied(t *testing.T) {
 	c := fleettest.StartCluster(t, fleettest.Options{})
 	ctx := context.Background()
@@ -82,28 +86,44 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	key := iw.Item.Key
 	waitApplied(t, c, 3)
 
+	// Cut off a node that does not lead the tracker stream.
+	st, err := c.Node(0).Broker().JS.Stream(ctx, engine.StreamOf(engine.DomainTracker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %+v %v", info, err)
+	}
+	victim := 2
+	if info.Cluster.Leader == c.Config(victim).Name {
+		victim = 1
+	}
 	t0 := time.Now()
-	c.Isolate(2)
+	c.Isolate(victim)
 	// Wait until the cut node's broker has noticed it is alone.
 	enginetest.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
-		if n := c.Node(2).Broker().Server.NumRoutes(); n != 0 {
-			return fmt.Errorf("n3 still has %d routes", n)
+		if n := c.Node(victim).Broker().Server.NumRoutes(); n != 0 {
+			return fmt.Errorf("n%d still has %d routes", victim+1, n)
 		}
 		return nil
 	})
-	t.Logf("isolated after %v", time.Since(t0))
+	t.Logf("isolated n%d (the leader is %s) after %v", victim+1, info.Cluster.Leader, time.Since(t0))
 	title := "from the minority"
+	opID := mintOpID(t)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	mw, err := c.Node(2).Tracker().UpdateWorkItem(wctx, engine.WriteOptions{}, key, 0, tracker.ItemPatch{Title: &title})
+	mw, err := c.Node(victim).Tracker().UpdateWorkItem(wctx, engine.WriteOptions{OpID: opID}, key, 0, tracker.ItemPatch{Title: &title})
 	cancel()
 	var ref *engine.Refusal
-	switch {
-	case err == nil && mw.Outcome == engine.Unknown:
-	case errors.As(err, &ref) && (ref.Code == engine.CodeNoQuorum || ref.Code == engine.CodeBrokerUnreachable):
-	default:
-		t.Fatalf("minority write answered %+v %v; want unknown or no_quorum/broker_unreachable", mw, err)
+	if !errors.As(err, &ref) || ref.Code != engine.CodeNoQuorum || ref.RetryAfter != 4 {
+		t.Fatalf("minority write answered %+v %v; want refused no_quorum with a 4 s hint", mw, err)
 	}
-	t.Logf("minority write: outcome=%q err=%v", mw.Outcome, err)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	_, err = c.Node(victim).Tracker().GetWorkItem(rctx, lin(), key)
+	cancel()
+	if !errors.As(err, &ref) || ref.Code != engine.CodeNoQuorum {
+		t.Fatalf("minority linearizable read: %v; want refused no_quorum", err)
+	}
 
 	// The majority goes on.
 	maj := "from the majority"
@@ -119,22 +139,32 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	c.HealLinks()
 	waitConverged(t, c)
 	t.Logf("converged after %v", time.Since(t0))
-	// The minority's op, retried under its id, answers from the log: it
-	// either landed (applied) or never did and lands now; either way once.
-	if mw.OpID != "" {
-		var again tracker.ItemWrite
-		enginetest.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
-			again, err = c.Node(2).Tracker().UpdateWorkItem(ctx, engine.WriteOptions{OpID: mw.OpID}, key, 0, tracker.ItemPatch{Title: &title})
-			if err != nil || again.Outcome != engine.Applied {
-				return fmt.Errorf("retry: %+v %v", again, err)
-			}
-			return nil
-		})
-		waitConverged(t, c)
-		if n := countOp(t, c.Node(0), mw.OpID); n != 1 {
-			t.Fatalf("op %s is on the log %d times after its retry", mw.OpID, n)
-		}
+	if n := countOp(t, c.Node(0), opID); n != 0 {
+		t.Fatalf("the write refused no_quorum is on the log %d times", n)
 	}
+	// Retried under its id, the refused write lands now, once.
+	var again tracker.ItemWrite
+	enginetest.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		again, err = c.Node(victim).Tracker().UpdateWorkItem(ctx, engine.WriteOptions{OpID: opID}, key, 0, tracker.ItemPatch{Title: &title})
+		if err != nil || again.Outcome != engine.Applied {
+			return fmt.Errorf("retry: %+v %v", again, err)
+		}
+		return nil
+	})
+	waitConverged(t, c)
+	if n := countOp(t, c.Node(0), again.OpID); n != 1 {
+		t.Fatalf("op %s is on the log %d times after its retry", again.OpID, n)
+	}
+}
+
+// mintOpID is a key minted by the client before its first attempt.
+func mintOpID(t *testing.T) string {
+	t.Helper()
+	u, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.String()
 }
 
 func waitApplied(t *testing.T, c *fleettest.Cluster, n int) {
@@ -171,7 +201,8 @@ func countOp(t *testing.T, n *node.Node, op string) int {
 	}
 	k := 0
 	for _, r := range recs {
-		if r.MsgID == op {
+		// A client-minted key is named <uuid>.<verb>-<object> on the log.
+		if r.MsgID == op || strings.HasPrefix(r.MsgID, op+".") {
 			k++
 		}
 	}

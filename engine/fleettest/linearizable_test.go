@@ -155,8 +155,10 @@ func (h *history) add(op histOp) {
 }
 
 // definitelyNotWritten are refusals that promise nothing was appended:
-// stale is decided before any publish; the rest are bad input.
-var definitelyNotWritten = map[engine.Code]bool{engine.CodeStale: true, engine.CodeNotFound: true, engine.CodeInvalidArgument: true}
+// stale is decided before any publish; no_quorum is the broker answering
+// that it delivered the append to nobody; the rest are bad input. The run
+// checks each promise against the quiesced log.
+var definitelyNotWritten = map[engine.Code]bool{engine.CodeStale: true, engine.CodeNoQuorum: true, engine.CodeNotFound: true, engine.CodeInvalidArgument: true}
 
 func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	t.Logf("seed %d (rerun: go test ./engine/fleettest -run TestLinearizableUnderFaults -seed %d)", seed, seed)

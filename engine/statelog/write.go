@@ -152,6 +152,11 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 				return out, err
 			}
 			continue
+		case errors.Is(err, ErrNoQuorum):
+			// The broker answered and stored nothing: a refusal, not an
+			// unknown. An earlier attempt under the same id may still have
+			// landed, which the retry's ledger or log read answers.
+			return out, engine.Refuse(engine.CodeNoQuorum, "no majority of the broker's cluster took this append on %s (%v); this attempt wrote nothing. Retry with op_id %s after the hint; if it persists, a member is down or partitioned.", r.stream, err, opID).With("op_id", opID)
 		case errors.Is(err, ErrLogFull):
 			return out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
 		default:
