@@ -2,6 +2,7 @@ package fleettest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -28,13 +29,39 @@ func p50(l []time.Duration) time.Duration {
 	return l[len(l)/2]
 }
 
-// follower is a node that does not lead the tracker stream.
-func follower(b *testing.B, c *fleettest.Cluster) *node.Node {
+// trackerLeader names the node leading the tracker stream.
+func trackerLeader(b *testing.B, c *fleettest.Cluster) string {
 	s, err := c.Node(0).Broker().JS.Stream(context.Background(), engine.StreamOf(engine.DomainTracker))
 	if err != nil {
 		b.Fatal(err)
 	}
-	leader := s.CachedInfo().Cluster.Leader
+	return s.CachedInfo().Cluster.Leader
+}
+
+// leadBy moves the leadership of stream to the node named want, asking its
+// current leader to step down in its favour.
+func leadBy(b *testing.B, n *node.Node, stream, current, want string) {
+	ctx := context.Background()
+	for i := 0; current != want; i++ {
+		if i == 20 {
+			b.Fatalf("%s is still led by %s, not %s", stream, current, want)
+		}
+		req, _ := json.Marshal(map[string]any{"placement": map[string]any{"preferred": want}})
+		if _, err := n.Broker().Conn.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, req, 5*time.Second); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		s, err := n.Broker().JS.Stream(ctx, stream)
+		if err != nil {
+			b.Fatal(err)
+		}
+		current = s.CachedInfo().Cluster.Leader
+	}
+}
+
+// follower is a node that does not lead the tracker stream.
+func follower(b *testing.B, c *fleettest.Cluster) *node.Node {
+	leader := trackerLeader(b, c)
 	for i := 0; i < c.Size(); i++ {
 		if c.Node(i).Name() != leader {
 			return c.Node(i)
@@ -75,6 +102,9 @@ func BenchmarkFollowerLinearizableRead(b *testing.B) {
 	if _, err := db.Exec(`CREATE TABLE cp(id INTEGER PRIMARY KEY, seq INTEGER); INSERT INTO cp VALUES(1, 0)`); err != nil {
 		b.Fatal(err)
 	}
+	// The bare stream is led by the tracker stream's leader, so both
+	// loops cross the same links from the same follower.
+	leadBy(b, n, "BARE", s.CachedInfo().Cluster.Leader, trackerLeader(b, c))
 	cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckNonePolicy})
 	if err != nil {
 		b.Fatal(err)
