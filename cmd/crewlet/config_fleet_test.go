@@ -35,6 +35,13 @@ stream:
 	if u := ext.NodeConfig("d").Stream.URLs; len(u) != 2 {
 		t.Fatalf("urls = %v", u)
 	}
+	cl, err := ParseConfig(strings.NewReader("stream: {client: {listen: 0.0.0.0:4222, token: a-token-of-16-chars}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.NodeConfig("d").Stream.Client; got != (node.ClientConfig{Listen: "0.0.0.0:4222", Token: "a-token-of-16-chars"}) {
+		t.Fatalf("stream.client = %+v", got)
+	}
 
 	refused := []struct{ yaml, field, reason string }{
 		{"stream: {type: nats, urls: [nats://h:4222], sync: always}\n", "stream.sync", "ask the NATS operator for sync_interval: always"},
@@ -49,6 +56,11 @@ stream:
 		{"stream: {replicas: 7, cluster: {name: c, listen: 127.0.0.1:6222}}\n", "stream.replicas", "1 to 5"},
 		{"stream: {type: nats, urls: [nats://h:4222], cluster: {name: c, listen: 127.0.0.1:6222}}\n", "stream.cluster", "runs no broker"},
 		{"stream: {cluster: {name: c, listen: 127.0.0.1:6222, seeds: []}}\n", "stream.cluster.seeds", "not a Tier A field"},
+		{"stream: {client: {listen: 0.0.0.0:4222}}\n", "stream.client.token", "can append to the logs"},
+		{"stream: {client: {listen: 0.0.0.0:4222, token: short}}\n", "stream.client.token", "16 characters"},
+		{"stream: {client: {token: a-token-of-16-chars}}\n", "stream.client.token", "only read with stream.client.listen"},
+		{"stream: {client: {listen: nowhere, token: a-token-of-16-chars}}\n", "stream.client.listen", "not host:port"},
+		{"stream: {type: nats, urls: [nats://h:4222], client: {listen: 0.0.0.0:4222, token: a-token-of-16-chars}}\n", "stream.client.listen", "runs no broker"},
 	}
 	for _, r := range refused {
 		_, err := ParseConfig(strings.NewReader(r.yaml))

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/mcp"
 )
@@ -18,38 +16,16 @@ import (
 // answer and the data node that gave it.
 func joinedCall(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-		req := mcpgo.CallToolRequest{}
-		req.Params.Name = name
-		req.Params.Arguments = args
-		res, err := c.CallTool(ctx, req)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s(%v): %v", name, args, err)
-		}
-		m, _ := res.StructuredContent.(map[string]any)
-		var node string
-		if res.Meta != nil {
-			node, _ = res.Meta.GetMetaField(mcp.MetaDataNode).(string)
-		}
-		if !res.IsError {
-			if node == "" {
-				t.Fatalf("%s answered with no data node in _meta: %s", name, resultText(res))
-			}
-			return m, node
-		}
-		switch m["refused"] {
-		case "broker_unreachable", "no_quorum", "behind", "no_data_node":
-		default:
-			t.Fatalf("%s(%v) answered an error: %s", name, args, resultText(res))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s(%v) still refused after 60 s: %s", name, args, resultText(res))
-		}
-		time.Sleep(200 * time.Millisecond)
+	res := callRetryResult(t, c, name, args, 45*time.Second)
+	var node string
+	if res.Meta != nil {
+		node, _ = res.Meta.GetMetaField(mcp.MetaDataNode).(string)
 	}
+	if node == "" {
+		t.Fatalf("%s answered with no data node in _meta: %s", name, resultText(res))
+	}
+	m, _ := res.StructuredContent.(map[string]any)
+	return m, node
 }
 
 // TestJoinedAssistant: `crewlet mcp --join` is a node without the data

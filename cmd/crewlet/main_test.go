@@ -549,7 +549,10 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"frobnicate"},
 		{"serve", "--mode", "paused"},
-		{"mcp", "--node", "http://127.0.0.1:1/operator/mcp"}, // no token
+		{"mcp", "--node", "http://127.0.0.1:1/operator/mcp"},   // no token
+		{"mcp", "--join", "http://127.0.0.1:1"},                // not a broker URL
+		{"mcp", "--join", "nats://127.0.0.1:1", "--data", "d"}, // a node without data holds none
+		{"mcp", "--join", "nats://127.0.0.1:1"},                // nobody listens
 	} {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), EnvOperatorToken+"=")

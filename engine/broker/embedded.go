@@ -79,13 +79,9 @@ func (c *ClientOptions) apply(opts *server.Options) error {
 	if c.Token == "" {
 		return errors.New("broker: stream.client.token is required with stream.client.listen: whatever connects to the client port can append to the logs")
 	}
-	host, portStr, err := net.SplitHostPort(c.Listen)
+	host, port, err := hostPort("stream.client.listen", c.Listen, true)
 	if err != nil {
-		return fmt.Errorf("broker: stream.client.listen %q is not host:port", c.Listen)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return fmt.Errorf("broker: stream.client.listen %q has no valid port", c.Listen)
+		return err
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
@@ -93,6 +89,20 @@ func (c *ClientOptions) apply(opts *server.Options) error {
 	opts.DontListen, opts.Host, opts.Port = false, host, port
 	opts.Authorization = c.Token
 	return nil
+}
+
+// hostPort reads a listener's host:port, naming its field when it cannot;
+// port 0 (any free one) only where anyPort.
+func hostPort(field, addr string, anyPort bool) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("broker: %s %q is not host:port", field, addr)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 || port == 0 && !anyPort {
+		return "", 0, fmt.Errorf("broker: %s %q has no valid port", field, addr)
+	}
+	return host, port, nil
 }
 
 // ClusterOptions is stream.cluster.*: the route listener, the peers'
@@ -117,13 +127,9 @@ func (c *ClusterOptions) apply(opts *server.Options) error {
 	if c.Name == "" {
 		return errors.New("broker: stream.cluster.name is required to cluster the embedded broker")
 	}
-	host, portStr, err := net.SplitHostPort(c.Listen)
+	host, port, err := hostPort("stream.cluster.listen", c.Listen, false)
 	if err != nil {
-		return fmt.Errorf("broker: stream.cluster.listen %q is not host:port", c.Listen)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port <= 0 || port > 65535 {
-		return fmt.Errorf("broker: stream.cluster.listen %q has no valid port", c.Listen)
+		return err
 	}
 	// nats-server starts routing only once its client listener is open
 	// (StartRouting waits on it), so a clustered broker cannot keep
