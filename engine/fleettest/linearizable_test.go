@@ -138,6 +138,7 @@ type histOp struct {
 	call, ret    int64
 	opID         string
 	outcome      string // applied, pending, unknown, stale, refused:<code>, error
+	err          string // the error's text where outcome is error
 	position     string
 	indefinite   bool // the write's fate is known only from the log
 	definiteFail bool // refused with a code that promises nothing was written
@@ -247,6 +248,7 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 		unknownLanded, unknownNever              int
 		lost, twice, refusedLanded, readsRefused int
 		outcomes                                 = map[string]int{}
+		errTexts                                 = map[string]int{}
 	)
 	for op, seqs := range landed {
 		if len(seqs) > 1 {
@@ -258,6 +260,9 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	defer hist.mu.Unlock()
 	for _, h := range hist.ops {
 		outcomes[h.outcome]++
+		if h.err != "" {
+			errTexts[h.err]++
+		}
 		switch {
 		case h.in.Kind == opRead && h.outcome == "ok":
 			reads++
@@ -332,6 +337,11 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	t.Logf("seed %d: faults injected and survived %d (%s; restarts retried %d); ops %d (%s); reads ok %d, refused %d; writes acknowledged %d (applied %d, pending %d), stale %d; lost %d; applied twice %d; refused but landed %d; unknown landed %d, never %d; porcupine %s; converged %v after the heal",
 		seed, total, strings.Join(fk, " "), len(failed), len(hist.ops), strings.Join(oc, " "), reads, readsRefused,
 		acked, applied, pending, stale, lost, twice, refusedLanded, unknownLanded, unknownNever, res, converge.Round(time.Millisecond))
+	// Errors without a code are counted as unknown writes above; their
+	// texts say what the engine answered instead of a refusal.
+	for text, n := range errTexts {
+		t.Logf("seed %d: %d× error without a code: %s", seed, n, text)
+	}
 	if res != porcupine.Ok {
 		path := filepath.Join(os.TempDir(), fmt.Sprintf("crewlet-linearizability-%d.html", seed))
 		if err := porcupine.VisualizePath(itemModel, info, path); err == nil {
@@ -414,7 +424,7 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 			case errors.As(err, &ref):
 				op.outcome, op.indefinite = "refused:"+string(ref.Code), true
 			default:
-				op.outcome, op.indefinite = "error", true
+				op.outcome, op.indefinite, op.err = "error", true, err.Error()
 			}
 			hist.add(op)
 		}
