@@ -63,26 +63,54 @@ func BeginRead(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 // Statements prepares hot statements once per connection instead of
 // parsing them on every call (the parser was a quarter of a read's CPU).
 type Statements struct {
-	db *sql.DB
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+	db      *sql.DB
+	mu      sync.Mutex
+	m       map[string]*sql.Stmt
+	filling map[string]bool
 }
 
 // NewStatements returns an empty cache over db.
-func NewStatements(db *sql.DB) *Statements { return &Statements{db: db, m: map[string]*sql.Stmt{}} }
+func NewStatements(db *sql.DB) *Statements {
+	return &Statements{db: db, m: map[string]*sql.Stmt{}, filling: map[string]bool{}}
+}
 
-// In returns query prepared for use inside tx.
+// In returns query prepared for use inside tx. A query the cache does not
+// hold yet is prepared on tx's own connection for this use, and on the
+// pool in the background for the next. Preparing on the pool here would
+// wait for a free connection while holding one (tx's): with every
+// connection of the pool held by such a caller, none would come free and
+// the node would hang until each caller's deadline.
 func (s *Statements) In(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	st, ok := s.m[query]
-	if !ok {
-		var err error
-		if st, err = s.db.PrepareContext(ctx, query); err != nil {
-			s.mu.Unlock()
-			return nil, err
-		}
-		s.m[query] = st
+	if !ok && !s.filling[query] {
+		s.filling[query] = true
+		go s.fill(query)
 	}
 	s.mu.Unlock()
-	return tx.StmtContext(ctx, st), nil
+	if ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
+// fill prepares query on the pool, holding nothing while it waits for a
+// connection; a failure (a closed database, a bad query) leaves the query
+// to be tried again by its next use.
+func (s *Statements) fill(query string) {
+	st, err := s.db.PrepareContext(context.Background(), query)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.filling, query)
+	if err == nil {
+		s.m[query] = st
+	}
+}
+
+// Cached says whether query's statement is in the cache.
+func (s *Statements) Cached(query string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[query]
+	return ok
 }
