@@ -48,11 +48,17 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// Execer is what Record writes through: a *sql.Tx, or one whose
+// statements are prepared once per connection.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // Record writes the row for an applied operation inside the apply
 // transaction. A second copy of the same op (a redelivery, or an append the
 // duplicate window missed) keeps the first row: the first copy's position
 // is the answer for ever.
-func Record(ctx context.Context, tx *sql.Tx, e Entry) error {
+func Record(ctx context.Context, tx Execer, e Entry) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO statelog_ledger(op_id, domain, subject, object, generation, seq, digest, applied_at)
 		VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(op_id) DO NOTHING`,
 		e.OpID, e.Domain, e.Subject, e.Object, e.Generation, e.Seq, e.Digest, e.AppliedAt.UnixMilli())

@@ -304,7 +304,7 @@ type deletionGate struct{}
 
 func (deletionGate) Name() string { return GateDeleted }
 
-func (deletionGate) Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) (bool, error) {
+func (deletionGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Record, seq uint64) (bool, error) {
 	ids := make([]string, 0, 2)
 	if id, ok := pageOfSubject(rec.Subject); ok {
 		ids = append(ids, id)

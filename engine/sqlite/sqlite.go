@@ -81,17 +81,33 @@ func NewStatements(db *sql.DB) *Statements {
 // connection of the pool held by such a caller, none would come free and
 // the node would hang until each caller's deadline.
 func (s *Statements) In(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if st, ok := s.get(query); ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
+// QueryRowContext runs a one-row query on the pool, outside any
+// transaction, through the cached statement; until the background prepare
+// has landed it runs unprepared. It makes the cache a ledger.Querier.
+func (s *Statements) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := s.get(query); ok {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.db.QueryRowContext(ctx, query, args...)
+}
+
+// get returns query's cached statement, starting its background prepare
+// when there is none.
+func (s *Statements) get(query string) (*sql.Stmt, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	st, ok := s.m[query]
 	if !ok && !s.filling[query] {
 		s.filling[query] = true
 		go s.fill(query)
 	}
-	s.mu.Unlock()
-	if ok {
-		return tx.StmtContext(ctx, st), nil
-	}
-	return tx.PrepareContext(ctx, query)
+	return st, ok
 }
 
 // fill prepares query on the pool, holding nothing while it waits for a
@@ -113,4 +129,45 @@ func (s *Statements) Cached(query string) bool {
 	defer s.mu.Unlock()
 	_, ok := s.m[query]
 	return ok
+}
+
+// Cached runs statements inside Tx through the cache S (none when S is
+// nil); a statement that cannot be prepared runs unprepared, so its error
+// is the statement's own.
+type Cached struct {
+	Tx *sql.Tx
+	S  *Statements
+}
+
+// ExecContext runs query in the transaction.
+func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if c.S == nil {
+		return c.Tx.ExecContext(ctx, query, args...)
+	}
+	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return c.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a one-row query in the transaction.
+func (c Cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if c.S == nil {
+		return c.Tx.QueryRowContext(ctx, query, args...)
+	}
+	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return c.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// QueryContext runs a query of many rows in the transaction.
+func (c Cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if c.S == nil {
+		return c.Tx.QueryContext(ctx, query, args...)
+	}
+	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return c.Tx.QueryContext(ctx, query, args...)
 }

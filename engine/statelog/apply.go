@@ -273,14 +273,16 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if rec.Kind == record.KindBarrier {
 		return false, nil, nil
 	}
+	// The statements below run for every record: prepared once.
+	q := sqlite.Cached{Tx: tx, S: r.stmts}
 	// The anchor moves whatever the record then does: it is what the
 	// broker arbitrates the next write on this subject against.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
+	if _, err := q.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
 		ON CONFLICT(domain, subject) DO UPDATE SET seq = excluded.seq`, string(r.domain), d.Subject, d.Seq); err != nil {
 		return false, nil, err
 	}
 	for _, g := range r.gates {
-		holds, err := g.Holds(ctx, tx, rec, d.Seq)
+		holds, err := g.Holds(ctx, q, rec, d.Seq)
 		if err != nil {
 			return false, nil, err
 		}
@@ -295,7 +297,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if rec.OpID != "" {
 		// A second copy of an operation (appended after the duplicate
 		// window) applies nothing: the first copy's effects are the op's.
-		if _, dup, err := ledger.Lookup(ctx, tx, rec.OpID); err != nil {
+		if _, dup, err := ledger.Lookup(ctx, q, rec.OpID); err != nil {
 			return false, nil, err
 		} else if dup {
 			return false, nil, nil
@@ -312,7 +314,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		return false, nil, err
 	}
 	if rec.OpID != "" {
-		if err := ledger.Record(ctx, tx, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
+		if err := ledger.Record(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}

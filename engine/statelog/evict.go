@@ -50,7 +50,7 @@ type evictionGate struct{ domain engine.Domain }
 
 func (evictionGate) Name() string { return GateEvicted }
 
-func (g evictionGate) Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) (bool, error) {
+func (g evictionGate) Holds(ctx context.Context, tx Reader, rec *record.Record, seq uint64) (bool, error) {
 	if rec.Writer == "" {
 		return false, nil
 	}

@@ -127,32 +127,26 @@ type Applying struct {
 // connection (an apply's statements are the same texts record after
 // record; parsing them each time was most of an apply's CPU).
 func (a Applying) Exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if a.stmts != nil {
-		if st, err := a.stmts.In(ctx, tx, query); err == nil {
-			return st.ExecContext(ctx, args...)
-		}
-	}
-	return tx.ExecContext(ctx, query, args...)
+	return sqlite.Cached{Tx: tx, S: a.stmts}.ExecContext(ctx, query, args...)
 }
 
 // QueryRow is Exec's counterpart for a one-row query.
 func (a Applying) QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if a.stmts != nil {
-		if st, err := a.stmts.In(ctx, tx, query); err == nil {
-			return st.QueryRowContext(ctx, args...)
-		}
-	}
-	return tx.QueryRowContext(ctx, query, args...)
+	return sqlite.Cached{Tx: tx, S: a.stmts}.QueryRowContext(ctx, query, args...)
 }
 
 // Query is Exec's counterpart for a query of many rows.
 func (a Applying) Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	return sqlite.Cached{Tx: tx, S: a.stmts}.QueryContext(ctx, query, args...)
+}
+
+// Prepare returns query prepared for repeated use inside tx (closed with
+// it), from the statements prepared once per connection where it can.
+func (a Applying) Prepare(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	if a.stmts != nil {
-		if st, err := a.stmts.In(ctx, tx, query); err == nil {
-			return st.QueryContext(ctx, args...)
-		}
+		return a.stmts.In(ctx, tx, query)
 	}
-	return tx.QueryContext(ctx, query, args...)
+	return tx.PrepareContext(ctx, query)
 }
 
 // Wrote tells the applier the record wrote n more rows (child rows of a
@@ -179,7 +173,15 @@ type Gate interface {
 	Name() string
 	// Holds reports, inside the batch's transaction, whether the gate drops
 	// the record at seq.
-	Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) (bool, error)
+	Holds(ctx context.Context, tx Reader, rec *record.Record, seq uint64) (bool, error)
+}
+
+// Reader is how a gate reads inside the batch's transaction: through
+// statements prepared once per connection, since a gate is asked of every
+// record.
+type Reader interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // GatedDomain is a Domain with gates of its own (the deletion gate).

@@ -293,21 +293,13 @@ func (r *Replica) Checkpoint(ctx context.Context) (Checkpoint, error) {
 // QueryRow runs a hot query inside tx through a statement prepared once
 // per connection.
 func (r *Replica) QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	st, err := r.stmts.In(ctx, tx, query)
-	if err != nil {
-		return tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return sqlite.Cached{Tx: tx, S: r.stmts}.QueryRowContext(ctx, query, args...)
 }
 
 // Query runs a hot multi-row query inside tx through a statement
 // prepared once per connection.
 func (r *Replica) Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	st, err := r.stmts.In(ctx, tx, query)
-	if err != nil {
-		return tx.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
+	return sqlite.Cached{Tx: tx, S: r.stmts}.QueryContext(ctx, query, args...)
 }
 
 // Domain is the domain this replica applies.

@@ -72,7 +72,7 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 		// rather than half-answered from the first call.
 		return out, engine.Refuse(engine.CodeOpReused, "op_id %s was issued for another call (other arguments) that never landed here; a different write takes a fresh id: call again without op_id.", opID)
 	}
-	if wm, lost, err := ledger.Watermark(ctx, r.cfg.DB); err != nil {
+	if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
 		return out, err
 	} else if !ledger.Vouches(op.ID, wm, lost) {
 		return r.unvouched(ctx, op, out, decide)
@@ -172,7 +172,7 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 func (r *Replica) fromLedger(ctx context.Context, op Op, out Written) (bool, Written, error) {
 	// Looked up by the id's UUID, so a key brought back under another name
 	// (a client-minted key sent with a write to another object) is found.
-	e, ok, err := ledger.LookupKey(ctx, r.cfg.DB, op.ID.UUID.String())
+	e, ok, err := ledger.LookupKey(ctx, r.stmts, op.ID.UUID.String())
 	if err != nil {
 		return true, out, err
 	}
@@ -249,7 +249,7 @@ func (r *Replica) decide(ctx context.Context, decide Decide) (*Proposal, uint64,
 	if prop == nil || prop.Subject == "" {
 		return nil, 0, fmt.Errorf("statelog: %s decision proposed no subject", r.domain)
 	}
-	anchor, err := Anchor(ctx, tx, r.domain, prop.Subject)
+	anchor, err := Anchor(ctx, sqlite.Cached{Tx: tx, S: r.stmts}, r.domain, prop.Subject)
 	return prop, anchor, err
 }
 
@@ -302,7 +302,7 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		out.Message = "The record is durable at its position and this node has not applied it yet. Do not retry: the write succeeded."
 		return out, nil
 	}
-	e, ok, err := ledger.Lookup(ctx, r.cfg.DB, out.OpID)
+	e, ok, err := ledger.Lookup(ctx, r.stmts, out.OpID)
 	if err != nil {
 		return out, err
 	}

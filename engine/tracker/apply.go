@@ -180,7 +180,7 @@ func (a *apply) loadSets(items []*itemRow) error {
 				it.edges[edgeRef{Kind: k, Other: o}] = au == 1
 			}},
 		} {
-			rows, err := a.tx.QueryContext(a.ctx, q.sql, args...)
+			rows, err := a.query(len(chunk), q.sql, args...)
 			if err != nil {
 				return err
 			}
@@ -611,6 +611,17 @@ func (a *apply) purge(p *purge) error {
 	return nil
 }
 
+// query runs a query whose text lists n placeholders: through a statement
+// prepared once per connection where n is one (the text every ordinary
+// record uses), unprepared otherwise, so the cache does not keep a
+// statement for every length a bulk record happens to have.
+func (a *apply) query(n int, q string, args ...any) (*sql.Rows, error) {
+	if n == 1 {
+		return a.at.Query(a.ctx, a.tx, q, args...)
+	}
+	return a.tx.QueryContext(a.ctx, q, args...)
+}
+
 // preload reads many items in chunked IN queries rather than one
 // statement each.
 func (a *apply) preload(ids []string) error {
@@ -621,7 +632,7 @@ func (a *apply) preload(ids []string) error {
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := a.tx.QueryContext(a.ctx, `SELECT `+itemRowColumns+` FROM tracker_items WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		rows, err := a.query(len(chunk), `SELECT `+itemRowColumns+` FROM tracker_items WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return err
 		}
@@ -710,7 +721,7 @@ func (a *apply) finish() error {
 			}
 		} else {
 			if upd == nil {
-				if upd, err = a.tx.PrepareContext(a.ctx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
+				if upd, err = a.at.Prepare(a.ctx, a.tx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
 				assignee = ?, parent = ?, reopens = ?, handoffs = ?, trashed = ?, trash_root = ?, mark = ?, merged_into = ?,
 				version = ?, scoped_through = ?, updated_at = ? WHERE id = ?`); err != nil {
 					return err

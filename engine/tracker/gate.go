@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 
 	"github.com/crewlet/crewlet/engine/record"
@@ -24,7 +23,7 @@ const GateDeleted = "deleted"
 
 func (deletedGate) Name() string { return GateDeleted }
 
-func (deletedGate) Holds(ctx context.Context, tx *sql.Tx, rec *record.Record, _ uint64) (bool, error) {
+func (deletedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Record, _ uint64) (bool, error) {
 	ids := map[string]bool{}
 	if id := itemOfSubject(rec.Subject); id != "" {
 		ids[id] = true
