@@ -126,8 +126,11 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	if err != nil {
 		return statelog.LogInfo{}, classify(err)
 	}
+	// A clustered stream without a leader is answered by a member from its
+	// own copy, naming no leader.
+	leaderless := info.Cluster != nil && info.Config.Replicas > 1 && info.Cluster.Leader == ""
 	return statelog.LogInfo{FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Bytes: info.State.Bytes,
-		MaxBytes: info.Config.MaxBytes, Created: info.Created}, nil
+		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless}, nil
 }
 
 // SubjectCount is how many messages the stream holds on subject.

@@ -56,6 +56,9 @@ type LogInfo struct {
 	Bytes    uint64
 	MaxBytes int64
 	Created  time.Time
+	// Leaderless says a member answered while the log had no leader: the
+	// figures are that member's own, behind the log's if it was cut off.
+	Leaderless bool
 }
 
 // Delivery is one message handed to the applier.

@@ -184,11 +184,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := r.rederive(ctx); err != nil {
 		return nil, err
 	}
-	info, err := cfg.Log.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
-	}
-	cp, err := r.ensureCheckpoint(ctx, info)
+	cp, info, err := r.openCheckpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +227,38 @@ func (r *Replica) migrate(ctx context.Context) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// leaderWait bounds how long a boot waits for a leader of a log whose
+// leaderless member reports an end behind this node's checkpoint.
+const leaderWait = 2 * time.Minute
+
+// openCheckpoint reads the log's end and the checkpoint against it. A
+// member of a leaderless log answers from its own copy, which is behind
+// where it was cut off: a checkpoint past that end says nothing about
+// another copy of the stream, so the boot waits for a leader (as it waits
+// for the cluster) instead of refusing wrong_stream on a member's word.
+func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, error) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		info, err := r.cfg.Log.Info(ctx)
+		if err != nil {
+			return Checkpoint{}, info, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
+		}
+		cp, err := r.ensureCheckpoint(ctx, info)
+		if err == nil || !info.Leaderless || engine.CodeOf(err) != engine.CodeWrongStream {
+			return cp, info, err
+		}
+		if time.Now().After(deadline) {
+			return Checkpoint{}, info, engine.Refuse(engine.CodeNoQuorum,
+				"%s has had no leader for %v: the member that answered ends at %d, behind this node's checkpoint, and cannot tell a cut-off copy from another stream. Start this node again once a majority of the cluster is up.", r.stream, leaderWait, info.LastSeq)
+		}
+		select {
+		case <-ctx.Done():
+			return Checkpoint{}, info, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // ensureCheckpoint reads the domain's checkpoint, creating it at zero keyed

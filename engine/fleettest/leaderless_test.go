@@ -1,0 +1,95 @@
+package fleettest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// TestBootWaitsOutALeaderlessMember: a member of a log with no leader
+// answers a stream info request from its own copy, which is behind where
+// it was cut off. A boot whose checkpoint is past that end waits for a
+// leader instead of refusing wrong_stream on the member's word (the soak
+// met a restart refused so, seed 9117); once a leader answers, a
+// checkpoint really past the log's end is refused wrong_stream.
+func TestBootWaitsOutALeaderlessMember(t *testing.T) {
+	c := fleettest.StartCluster(t, fleettest.Options{})
+	ctx := context.Background()
+	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
+		t.Fatalf("create project: %+v %v", pw, err)
+	}
+	log := c.Node(0).Log(engine.DomainTracker)
+	c.Stop(1)
+	c.Stop(2)
+	var info statelog.LogInfo
+	enginetest.CheckFor(t, 90*time.Second, 250*time.Millisecond, func() error {
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var err error
+		if info, err = log.Info(ictx); err != nil {
+			return err
+		}
+		if !info.Leaderless {
+			return errors.New("the log still names a leader")
+		}
+		return nil
+	})
+	t.Logf("n1 answers for the leaderless log: ends at %d", info.LastSeq)
+
+	// A copy whose checkpoint is past the member's end, as a node's is
+	// when its applier took records its own broker's replica had not.
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(statelog.Schema); err != nil {
+		t.Fatal(err)
+	}
+	ahead := info.LastSeq + 5
+	if _, err := db.Exec(`INSERT INTO statelog_checkpoint(domain, stream, generation, seq, applied_through, stream_created_at, checkpoint_stored_at) VALUES(?,?,1,?,?,?,0)`,
+		string(engine.DomainTracker), log.Stream(), ahead, ahead, info.Created.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	open := func(d time.Duration) error {
+		octx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		r, err := statelog.Open(octx, statelog.Config{Node: "probe", DB: db, Log: log, Domain: tracker.Domain{},
+			Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			r.Close()
+			return errors.New("opened a copy whose checkpoint is past the log's end")
+		}
+		return err
+	}
+	t0 := time.Now()
+	err = open(3 * time.Second)
+	if engine.CodeOf(err) == engine.CodeWrongStream {
+		t.Fatalf("refused on a leaderless member's word: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) < 3*time.Second {
+		t.Fatalf("the boot did not wait for a leader: %v after %v", err, time.Since(t0))
+	}
+
+	// With a leader back, the log's end is the leader's: still behind the
+	// checkpoint, so this copy is keyed to another history.
+	for i := 1; i < 3; i++ {
+		if err := c.Start(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := open(2 * time.Minute); engine.CodeOf(err) != engine.CodeWrongStream {
+		t.Fatalf("with a leader: %v, want wrong_stream", fmt.Sprint(err))
+	}
+}
