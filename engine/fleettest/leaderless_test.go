@@ -46,6 +46,10 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 		return nil
 	})
 	t.Logf("n1 answers for the leaderless log: ends at %d", info.LastSeq)
+	// Its own replication answer claims no lag it cannot measure.
+	if st := c.Node(0).Replica(engine.DomainTracker).Replication(ctx); st.Level != engine.ConsistentPrefix || st.Note == "" {
+		t.Fatalf("replication with a leaderless log: %s (%s), want consistent_prefix with a sentence", st.Level, st.Note)
+	}
 
 	// A copy whose checkpoint is past the member's end, as a node's is
 	// when its applier took records its own broker's replica had not.

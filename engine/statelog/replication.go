@@ -2,6 +2,7 @@ package statelog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -44,6 +45,11 @@ func (r *Replica) Replication(ctx context.Context) Standing {
 	if err != nil {
 		out.Level = engine.ConsistentPrefix
 		out.Note = "lag unmeasurable: the broker did not answer (" + err.Error() + "), so this is the prefix this node holds, through seen_through, with no age claimed"
+		return out
+	}
+	if info.Leaderless {
+		out.Level = engine.ConsistentPrefix
+		out.Note = fmt.Sprintf("lag unmeasurable: %s has no leader, and the member that answered reports an end (%d) that may be behind the log's, so this is the prefix this node holds, through seen_through, with no age claimed", r.stream, info.LastSeq)
 		return out
 	}
 	r.noteLogEnd(info.LastSeq)
