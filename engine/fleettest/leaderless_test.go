@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -66,11 +65,12 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 		string(engine.DomainTracker), log.Stream(), ahead, ahead, info.Created.UnixNano()); err != nil {
 		t.Fatal(err)
 	}
+	logs := enginetest.NewRecorder()
 	open := func(d time.Duration) error {
 		octx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		r, err := statelog.Open(octx, statelog.Config{Node: "probe", DB: db, Log: log, Domain: tracker.Domain{},
-			Logger: slog.New(slog.DiscardHandler)})
+			Logger: logs.Logger()})
 		if err == nil {
 			r.Close()
 			return errors.New("opened a copy whose checkpoint is past the log's end")
@@ -84,6 +84,9 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) < 3*time.Second {
 		t.Fatalf("the boot did not wait for a leader: %v after %v", err, time.Since(t0))
+	}
+	if n := len(logs.Lines("statelog_boot_awaits_leader")); n != 1 {
+		t.Fatalf("statelog_boot_awaits_leader logged %d times, want once", n)
 	}
 
 	// With a leader back, the log's end is the leader's: still behind the

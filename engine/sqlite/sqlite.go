@@ -1,6 +1,8 @@
-// Package sqlite opens the replicated database: the modernc driver, WAL,
-// every write transaction BEGIN IMMEDIATE (so no commit elsewhere can abort
-// an apply between its read and its write), read transactions deferred.
+// Package sqlite opens the replicated database and runs statements on it:
+// the modernc driver, WAL, every write transaction BEGIN IMMEDIATE (so no
+// commit elsewhere can abort an apply between its read and its write),
+// read transactions deferred, and hot statements prepared once per
+// connection without ever waiting for a second connection while holding one.
 package sqlite
 
 import (
@@ -16,6 +18,9 @@ import (
 
 // FileName is the replicated database's name inside the data directory.
 const FileName = "crewlet-replicated.db"
+
+// PoolSize is how many connections a database keeps open at most.
+const PoolSize = 8
 
 // Open opens (creating when missing) the database at path. busyTimeout is
 // store.busy_timeout_seconds: how long a writer waits for the lock.
@@ -34,8 +39,8 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	db.SetMaxOpenConns(PoolSize)
+	db.SetMaxIdleConns(PoolSize)
 	var mode string
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
 		db.Close()
@@ -139,12 +144,22 @@ type Cached struct {
 	S  *Statements
 }
 
+// stmt is query's statement inside the transaction, nil where there is
+// no cache or it cannot be prepared (the caller then runs it unprepared).
+func (c Cached) stmt(ctx context.Context, query string) *sql.Stmt {
+	if c.S == nil {
+		return nil
+	}
+	st, err := c.S.In(ctx, c.Tx, query)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
 // ExecContext runs query in the transaction.
 func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if c.S == nil {
-		return c.Tx.ExecContext(ctx, query, args...)
-	}
-	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return c.Tx.ExecContext(ctx, query, args...)
@@ -152,10 +167,7 @@ func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryRowContext runs a one-row query in the transaction.
 func (c Cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if c.S == nil {
-		return c.Tx.QueryRowContext(ctx, query, args...)
-	}
-	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return c.Tx.QueryRowContext(ctx, query, args...)
@@ -163,10 +175,7 @@ func (c Cached) QueryRowContext(ctx context.Context, query string, args ...any) 
 
 // QueryContext runs a query of many rows in the transaction.
 func (c Cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if c.S == nil {
-		return c.Tx.QueryContext(ctx, query, args...)
-	}
-	if st, err := c.S.In(ctx, c.Tx, query); err == nil {
+	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return c.Tx.QueryContext(ctx, query, args...)

@@ -29,7 +29,7 @@ func TestStatementsWithEveryConnectionHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	stmts := sqlite.NewStatements(db)
-	const held = 8 // the pool's size (sqlite.Open)
+	const held = sqlite.PoolSize
 	for round := 0; round < 3; round++ {
 		query := fmt.Sprintf("SELECT v FROM t WHERE k = ? AND %d = %d", round, round)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -240,6 +240,7 @@ const leaderWait = 2 * time.Minute
 // for the cluster) instead of refusing wrong_stream on a member's word.
 func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, error) {
 	deadline := time.Now().Add(leaderWait)
+	said := false
 	for {
 		info, err := r.cfg.Log.Info(ctx)
 		if err != nil {
@@ -248,6 +249,11 @@ func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, erro
 		cp, err := r.ensureCheckpoint(ctx, info)
 		if err == nil || !info.Leaderless || engine.CodeOf(err) != engine.CodeWrongStream {
 			return cp, info, err
+		}
+		if !said {
+			// The boot holds here for up to leaderWait: say why.
+			r.log.Warn("statelog_boot_awaits_leader", engine.LogStream, r.stream, engine.LogErr, err.Error(), "wait", leaderWait.String())
+			said = true
 		}
 		if time.Now().After(deadline) {
 			return Checkpoint{}, info, engine.Refuse(engine.CodeNoQuorum,

@@ -27,6 +27,10 @@ type Standing struct {
 	Error string `json:"error,omitempty"`
 }
 
+// prefixOnly ends the sentence of a replication answer that weakened to
+// consistent_prefix.
+const prefixOnly = ", so this is the prefix this node holds, through seen_through, with no age claimed"
+
 // Replication answers a question about this replica's own replication
 // (the retention report, a purge's landing, Settings' lag). Its level is
 // not the caller's to choose: a node cannot answer linearizably about its
@@ -44,12 +48,12 @@ func (r *Replica) Replication(ctx context.Context) Standing {
 	}
 	if err != nil {
 		out.Level = engine.ConsistentPrefix
-		out.Note = "lag unmeasurable: the broker did not answer (" + err.Error() + "), so this is the prefix this node holds, through seen_through, with no age claimed"
+		out.Note = "lag unmeasurable: the broker did not answer (" + err.Error() + ")" + prefixOnly
 		return out
 	}
 	if info.Leaderless {
 		out.Level = engine.ConsistentPrefix
-		out.Note = fmt.Sprintf("lag unmeasurable: %s has no leader, and the member that answered reports an end (%d) that may be behind the log's, so this is the prefix this node holds, through seen_through, with no age claimed", r.stream, info.LastSeq)
+		out.Note = fmt.Sprintf("lag unmeasurable: %s has no leader, and the member that answered reports an end (%d) that may be behind the log's", r.stream, info.LastSeq) + prefixOnly
 		return out
 	}
 	r.noteLogEnd(info.LastSeq)
