@@ -165,3 +165,23 @@ func HTTPStatus(c Code) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// decidedFromRows are the codes a node decides from its own rows (an
+// object missing, a version moved on, an argument the rows make wrong):
+// true at the log's end or not, they are only as strong as the copy that
+// decided them. The others are about the node itself or the call's shape.
+var decidedFromRows = map[Code]bool{
+	CodeNotFound:        true,
+	CodeStale:           true,
+	CodeConflict:        true,
+	CodeInvalidArgument: true,
+	CodeAlreadyExists:   true,
+}
+
+// DecidedFromRows reports whether err is a refusal decided from this
+// node's rows, which a node that is behind could get wrong: such a refusal
+// is answered only once it still holds at the log's end.
+func DecidedFromRows(err error) bool {
+	r, ok := AsRefusal(err)
+	return ok && decidedFromRows[r.Code]
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/ledger"
@@ -152,9 +153,5 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 
 func lastPages(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	info, err := n.Log(engine.DomainPages).Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.LastSeq
+	return enginetest.LastWrite(t, n, engine.DomainPages)
 }

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -28,11 +27,7 @@ func kbTools(t *testing.T) (*node.Node, map[string]server.ServerTool) {
 
 func pagesLastSeq(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	info, err := n.Log(engine.DomainPages).Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.LastSeq
+	return enginetest.LastWrite(t, n, engine.DomainPages)
 }
 
 // TestKBToolsInTheSet: the operator set offers every knowledge-base tool

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // OpenNode opens a node on dir (a fresh temporary one when empty), with
@@ -132,4 +134,28 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// LastWrite is the sequence of the newest record on d's log that is not a
+// barrier: a refusal may append a barrier to establish the log's end, and
+// that is not a write.
+func LastWrite(t testing.TB, n *node.Node, d engine.Domain) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	log := n.Log(d)
+	info, err := log.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	barrier := statelog.BarrierSubject(d)
+	for seq := info.LastSeq; seq >= max(info.FirstSeq, 1); seq-- {
+		msg, err := log.Get(ctx, seq)
+		if err != nil {
+			t.Fatalf("read %s at %d: %v", d, seq, err)
+		}
+		if msg.Subject != barrier {
+			return seq
+		}
+	}
+	return 0
 }

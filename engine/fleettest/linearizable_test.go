@@ -22,6 +22,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/ledger"
 )
 
 var (
@@ -237,9 +238,12 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 		if err != nil || rec.OpID == "" || rec.Kind == record.KindBarrier {
 			continue
 		}
-		// Keyed by the op id's UUID: the client minted it bare and the
-		// engine names the record <uuid>.<verb>-<object>.
+		// Keyed by the key the client minted: the engine names the record
+		// <client form of the key>.<verb>-<object>.
 		u, _, _ := strings.Cut(rec.OpID, ".")
+		if id, err := uuid.Parse(u); err == nil && ledger.IsClientForm(id) {
+			u = ledger.KeyOf(id).String()
+		}
 		landed[u] = append(landed[u], m.Seq)
 	}
 	var (
@@ -312,7 +316,8 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 				continue
 			}
 			var k int
-			if err := c.Node(i).DB().QueryRow(`SELECT count(*) FROM statelog_ledger WHERE op_id LIKE ?`, h.opID+".%").Scan(&k); err != nil {
+			key, _ := uuid.Parse(h.opID)
+			if err := c.Node(i).DB().QueryRow(`SELECT count(*) FROM statelog_ledger WHERE op_id LIKE ?`, ledger.ClientForm(key).String()+".%").Scan(&k); err != nil {
 				t.Fatal(err)
 			}
 			if k != 1 {

@@ -26,14 +26,10 @@ func openNode(t *testing.T, cfg node.Config) (*node.Node, *kb.Service) {
 	return n, n.Pages()
 }
 
-// lastSeq is the pages log's last sequence as the broker holds it.
+// lastSeq is the pages log's last write (barriers excluded).
 func lastSeq(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	info, err := n.Log(engine.DomainPages).Info(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.LastSeq
+	return enginetest.LastWrite(t, n, engine.DomainPages)
 }
 
 func mustSpace(t *testing.T, svc *kb.Service, key string) kb.Space {

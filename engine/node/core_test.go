@@ -30,11 +30,7 @@ func mustProject(t *testing.T, svc *tracker.Service, key string) {
 
 func lastSeq(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	info, err := n.Log(engine.DomainTracker).Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.LastSeq
+	return enginetest.LastWrite(t, n, engine.DomainTracker)
 }
 
 func count(t *testing.T, n *node.Node, q string, args ...any) int {

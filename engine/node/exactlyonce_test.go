@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ func TestOpIDComesBackOnlyWithItsCall(t *testing.T) {
 	key := must(uuid.NewV7()).String()
 	dK := digestOf("create_work_item", "project", "ENG", "title", "client")
 	a, err := svc.CreateWorkItem(ctx, engine.WriteOptions{OpID: key, Digest: dK}, tracker.NewWorkItem{Project: "ENG", Title: "client"})
-	if err != nil || a.Outcome != engine.Applied || !strings.HasPrefix(a.OpID, key+".create_work_item-ENG") {
+	if err != nil || a.Outcome != engine.Applied || !namesKey(a.OpID, key, "create_work_item-ENG") {
 		t.Fatal(a, err)
 	}
 	seq := lastSeq(t, n)
@@ -84,7 +83,13 @@ func TestOpIDComesBackOnlyWithItsCall(t *testing.T) {
 	// The same key sent with a write to another object.
 	_, err = svc.UpdateWorkItem(ctx, engine.WriteOptions{OpID: key}, "ENG-1", 0, tracker.ItemPatch{Title: ptr("z")})
 	wantCode(t, err, engine.CodeOpReused)
-	// A key minted an hour ago is not one minted before its first attempt.
+	// The op_id the answer gave names the same operation as the key.
+	c, err := svc.CreateWorkItem(ctx, engine.WriteOptions{OpID: a.OpID, Digest: dK}, tracker.NewWorkItem{Project: "ENG", Title: "client"})
+	if err != nil || c.Item.Key != a.Item.Key || c.Position != a.Position || lastSeq(t, n) != seq {
+		t.Fatalf("client key retried under its answer's op_id: %+v %v", c, err)
+	}
+	// A key minted an hour ago is not one minted before its first attempt,
+	// and no write under it landed.
 	old, _ := ledger.NewV7At(time.Now().Add(-time.Hour))
 	_, err = svc.CreateWorkItem(ctx, engine.WriteOptions{OpID: old.String()}, tracker.NewWorkItem{Project: "ENG", Title: "old"})
 	wantCode(t, err, engine.CodeInvalidArgument)
@@ -206,4 +211,11 @@ func TestPublishUnknown(t *testing.T) {
 	if len(lines) != 1 || lines[0].Attrs[engine.LogOpID] != w.OpID {
 		t.Fatalf("publish_unknown lines: %+v", lines)
 	}
+}
+
+// namesKey reports whether the op id an answer gave names the operation a
+// client minted as key, under this name.
+func namesKey(answered, key, name string) bool {
+	id, err := ledger.Parse(answered)
+	return err == nil && ledger.IsClientForm(id.UUID) && ledger.KeyOf(id.UUID).String() == key && id.Verb+"-"+id.Object == name
 }

@@ -148,11 +148,7 @@ func seed(t *testing.T, n *node.Node) (tracker.ItemWrite, tracker.ItemWrite) {
 
 func lastSeq(t *testing.T, n *node.Node) uint64 {
 	t.Helper()
-	info, err := n.Log(engine.DomainTracker).Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.LastSeq
+	return enginetest.LastWrite(t, n, engine.DomainTracker)
 }
 
 func q(k, v string) string { return k + "=" + url.QueryEscape(v) }
@@ -405,7 +401,7 @@ func TestLogFull(t *testing.T) {
 	if !strings.Contains(a.body["message"].(string), "set-capacity") {
 		t.Fatalf("log_full says nothing to do: %s", a.raw)
 	}
-	if r.n.Tracker().Replica().BarrierAppends() != before || lastSeq(t, r.n) != info.LastSeq {
+	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); r.n.Tracker().Replica().BarrierAppends() != before || now.LastSeq != info.LastSeq {
 		t.Fatal("a barrier was appended on a full log")
 	}
 	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)

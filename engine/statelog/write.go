@@ -46,21 +46,13 @@ type Written struct {
 // whether the id is known to name this call.
 type Op = ledger.Call
 
-// Write runs the write path for one operation.
+// Write runs the write path for one operation, in the order of
+// DESIGN.md's numbered steps.
 func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, error) {
 	opID := op.ID.String()
 	out := Written{WriteResult: engine.WriteResult{OpID: opID}}
-	if !r.cfg.Publishing {
-		return out, engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
-	}
-	if f := r.Fault(); f != nil {
-		return out, r.stalledRefusal(f)
-	}
-	if r.evicted.Load() {
-		// Refused before anything is appended, so it names no position:
-		// another data node takes the write under the same id at once.
-		ref := engine.Refuse(engine.CodeEvicted, "this node (%s) has been evicted from the fleet, so nothing it appends to %s would apply anywhere; nothing was written. Send the write to another data node under the same op_id %s, or readmit this one.", r.cfg.Node, r.stream, opID)
-		return out, ref.With("writer", r.cfg.Node)
+	if ref := r.admitWrite(opID); ref != nil {
+		return out, ref
 	}
 	// A retry the ledger records is answered, not decided again.
 	if answered, res, err := r.fromLedger(ctx, op, out); answered {
@@ -71,6 +63,9 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 		// and no copy of it landed: refused before anything is written,
 		// rather than half-answered from the first call.
 		return out, engine.Refuse(engine.CodeOpReused, "op_id %s was issued for another call (other arguments) that never landed here; a different write takes a fresh id: call again without op_id.", opID)
+	}
+	if op.Late {
+		return r.lateKey(ctx, op, out)
 	}
 	if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
 		return out, err
@@ -84,7 +79,37 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 			return out, err
 		}
 	}
-	for round := 0; round < r.cfg.WriteRounds; round++ {
+	return r.rounds(ctx, op, out, decide)
+}
+
+// admitWrite refuses a write this node cannot take at all: a capacity
+// window, a faulted applier, an eviction.
+func (r *Replica) admitWrite(opID string) *engine.Refusal {
+	if !r.cfg.Publishing {
+		return engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
+	}
+	if f := r.Fault(); f != nil {
+		return r.stalledRefusal(f)
+	}
+	if r.evicted.Load() {
+		// Refused before anything is appended, so it names no position:
+		// another data node takes the write under the same id at once.
+		ref := engine.Refuse(engine.CodeEvicted, "this node (%s) has been evicted from the fleet, so nothing it appends to %s would apply anywhere; nothing was written. Send the write to another data node under the same op_id %s, or readmit this one.", r.cfg.Node, r.stream, opID)
+		return ref.With("writer", r.cfg.Node)
+	}
+	return nil
+}
+
+// rounds decides and publishes until the broker takes the append, a
+// refusal holds at the log's end, or the rounds' budget is spent: a write
+// that loses the arbitration to another writer on its subject is decided
+// again, as often as the write wait allows (and at least WriteRounds
+// times), so contention is not the caller's problem.
+func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide) (Written, error) {
+	opID := out.OpID
+	start := r.now()
+	settled := false
+	for round := 0; round < r.cfg.WriteRounds || r.now().Sub(start) < r.cfg.WriteWait; round++ {
 		if round > 0 {
 			// The applier moved: the op's own first copy may be what it passed.
 			if answered, res, err := r.fromLedger(ctx, op, out); answered {
@@ -93,29 +118,30 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 		}
 		prop, anchor, err := r.decide(ctx, decide)
 		if err != nil {
-			return out, err
+			// A refusal decided from this node's rows is only as strong as
+			// the rows: establish the log's end, catch up, decide again.
+			if settled || !engine.DecidedFromRows(err) {
+				return out, err
+			}
+			if err := r.SyncToLogEnd(ctx); err != nil {
+				return out, err
+			}
+			settled = true
+			continue
 		}
-		rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: opID, Writer: r.cfg.Node,
-			Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest}
-		if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
-			return out, err
-		}
-		if err := rec.Validate(); err != nil {
-			return out, err
-		}
-		data, err := record.Encode(rec)
+		data, err := r.encode(op, prop)
 		if err != nil {
 			return out, err
 		}
 		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 		// Refused before publishing: a write past the ordinary ceiling
 		// would spend the gate records' reserve.
-		if !isNodeGate(rec.Kind) {
-			err = r.room(pctx, storedSize(rec.Subject, opID, len(data)))
+		if !isNodeGate(prop.Kind) {
+			err = r.room(pctx, storedSize(prop.Subject, opID, len(data)))
 		}
 		var ack PubAck
 		if err == nil {
-			ack, err = r.cfg.Log.Publish(pctx, rec.Subject, data, opID, &anchor)
+			ack, err = r.cfg.Log.Publish(pctx, prop.Subject, data, opID, &anchor)
 		}
 		cancel()
 		var wrong *WrongSequenceError
@@ -125,7 +151,7 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 			// copy is the answer, provided it is the same call.
 			msg, gerr := r.cfg.Log.Get(ctx, ack.Seq)
 			if gerr == nil {
-				if ref := r.sameCall(op, rec.Subject, msg); ref != nil {
+				if ref := r.sameCall(op, prop.Subject, msg); ref != nil {
 					return out, ref
 				}
 			}
@@ -136,9 +162,9 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 			return r.answerLanded(ctx, out, ack.Seq, false)
 		case errors.As(err, &wrong):
 			// Lost the arbitration, or a retry whose first copy landed.
-			last, lerr := r.cfg.Log.LastOnSubject(ctx, rec.Subject)
+			last, lerr := r.cfg.Log.LastOnSubject(ctx, prop.Subject)
 			if lerr == nil && last.MsgID == opID {
-				if ref := r.sameCall(op, rec.Subject, last); ref != nil {
+				if ref := r.sameCall(op, prop.Subject, last); ref != nil {
 					return out, ref
 				}
 				r.noteOwn(last.Seq)
@@ -148,10 +174,9 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 			if lerr == nil {
 				target = max(target, last.Seq)
 			}
-			if err := r.waitFor(ctx, target, "the record on "+rec.Subject+" that won the arbitration"); err != nil {
+			if err := r.waitFor(ctx, target, "the record on "+prop.Subject+" that won the arbitration"); err != nil {
 				return out, err
 			}
-			continue
 		case errors.Is(err, ErrNoQuorum):
 			// The broker answered and stored nothing: a refusal, not an
 			// unknown. An earlier attempt under the same id may still have
@@ -160,10 +185,77 @@ func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, err
 		case errors.Is(err, ErrLogFull):
 			return out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
 		default:
-			return r.resolveLost(ctx, op, out, rec.Subject, err)
+			return r.resolveLost(ctx, op, out, prop.Subject, err)
 		}
 	}
-	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for %d rounds; retry with op_id %s.", r.cfg.WriteRounds, opID)
+	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for the whole write wait (%v); retry with op_id %s.", r.cfg.WriteWait, opID)
+}
+
+// encode is the record a proposal appends under op, checked and encoded.
+func (r *Replica) encode(op Op, prop *Proposal) ([]byte, error) {
+	rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: op.ID.String(), Writer: r.cfg.Node,
+		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest}
+	var err error
+	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
+		return nil, err
+	}
+	if err := rec.Validate(); err != nil {
+		return nil, err
+	}
+	return record.Encode(rec)
+}
+
+// now is the replica's clock.
+func (r *Replica) now() time.Time {
+	if r.cfg.Clock != nil {
+		return r.cfg.Clock.Now()
+	}
+	return time.Now()
+}
+
+// SyncToLogEnd establishes the log's end with a barrier append (coalesced
+// with the linearizable reads in flight) and waits, within the read
+// budget, for this node's applier to pass it: the rows are then at least
+// as new as anything acknowledged before the call. It refuses with the
+// read refusals (no_quorum, broker_unreachable, behind, maintenance, ...)
+// when the end cannot be established.
+func (r *Replica) SyncToLogEnd(ctx context.Context) error {
+	_, err := r.admit(ctx, engine.ReadOptions{Level: engine.Linearizable})
+	return err
+}
+
+// Settle runs fn and, when it refuses with a code decided from this node's
+// rows (not_found, stale, ...; engine.DecidedFromRows), establishes the
+// log's end, catches up and runs fn again: a refusal is answered only when
+// it still holds at the log's end, never from a copy that is merely
+// behind.
+func (r *Replica) Settle(ctx context.Context, fn func(ctx context.Context) error) error {
+	err := fn(ctx)
+	if !engine.DecidedFromRows(err) {
+		return err
+	}
+	if serr := r.SyncToLogEnd(ctx); serr != nil {
+		return serr
+	}
+	return fn(ctx)
+}
+
+// lateKey answers a client-minted key brought back after its mint window:
+// a retry of a write that landed is answered from the ledger however late
+// it comes (looked at again once this node has caught up with the log's
+// end, since the first copy may be past what it has applied); a key under
+// which nothing landed anywhere is refused, since a first use must come
+// within the window.
+func (r *Replica) lateKey(ctx context.Context, op Op, out Written) (Written, error) {
+	if err := r.SyncToLogEnd(ctx); err != nil {
+		return out, err
+	}
+	if answered, res, err := r.fromLedger(ctx, op, out); answered {
+		return res, err
+	}
+	key := ledger.KeyOf(op.ID.UUID)
+	return out, engine.Refuse(engine.CodeInvalidArgument, "op_id %s was minted at %s, more than %v from now, and no write under it landed on %s: nothing was written. Mint a fresh v7 UUID just before the first attempt (a key is good for a first use within %v of its instant, and for retries of a write that landed for ever).",
+		key, op.ID.Minted.UTC().Format(time.RFC3339), ledger.ClientMintWindow, r.stream, ledger.ClientMintWindow).With("key", "op_id")
 }
 
 // fromLedger answers an operation the ledger records: applied at the first

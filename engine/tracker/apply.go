@@ -290,14 +290,20 @@ func (a *apply) createItem(c *createWorkItem) error {
 	if err != nil {
 		return err
 	}
-	a.ownProject = c.Project
+	// A create record is about its new item; one written before creates
+	// took their own subject is about the project, whose version it moves.
+	col := "scoped_through"
+	if a.own == "" {
+		a.ownProject = c.Project
+		col = "version"
+	}
 	if existing, err := a.item(c.ID); err != nil || existing != nil {
 		return err // filed already: moot
 	}
-	// The number is the project's next, taken here in log order, so a move
-	// that filed into the project since the decision takes nothing from it.
+	// The number is the project's next, taken here in log order, so
+	// concurrent creates and moves into the project never collide.
 	number := last + 1
-	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET last_number = ?, version = ? WHERE key = ?`, number, a.seq, c.Project); err != nil {
+	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET last_number = ?, `+col+` = ? WHERE key = ?`, number, a.seq, c.Project); err != nil {
 		return err
 	}
 	if c.Parent != "" {

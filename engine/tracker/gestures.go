@@ -113,12 +113,17 @@ func (w *walk) finish(ctx context.Context, id string, err error) (ItemWrite, err
 }
 
 // lookup resolves a key at consistent_prefix after this node's own last
-// write (a gesture reads its own steps), returning the item's id.
+// write (a gesture reads its own steps), returning the item's id. A key
+// this copy does not know is looked for again once it has caught up with
+// the log's end: not_found is never answered from a copy that is behind.
 func (s *Service) lookup(ctx context.Context, key string) (string, error) {
 	var id string
-	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		id, err = s.resolve(ctx, tx, key)
+	err := s.replica.Settle(ctx, func(ctx context.Context) error {
+		_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			id, err = s.resolve(ctx, tx, key)
+			return err
+		})
 		return err
 	})
 	return id, err
@@ -419,10 +424,14 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
-	if _, err := s.readProject(ctx, to); errors.Is(err, sql.ErrNoRows) {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
-	} else if err != nil {
-		return ItemWrite{}, err
+	if err := s.replica.Settle(ctx, func(ctx context.Context) error {
+		_, err := s.readProject(ctx, to)
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
+		}
+		return err
+	}); err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	wk := s.newWalk(op)
 	if ok, err := s.markStep(ctx, wk, "mark", root, key, "moving:"+to); !ok {
@@ -656,16 +665,20 @@ func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
 	}
-	ids := make([]string, 0, len(keys))
-	_, err = s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
-		for _, k := range keys {
-			id, err := s.resolve(ctx, tx, k)
-			if err != nil {
-				return err
+	var ids []string
+	err = s.replica.Settle(ctx, func(ctx context.Context) error {
+		ids = make([]string, 0, len(keys))
+		_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+			for _, k := range keys {
+				id, err := s.resolve(ctx, tx, k)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
 			}
-			ids = append(ids, id)
-		}
-		return nil
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err

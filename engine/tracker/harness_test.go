@@ -190,3 +190,10 @@ func (r *rig) dump() string {
 	}
 	return b.String()
 }
+
+// namesKey reports whether the op id an answer gave names the operation a
+// client minted as key: its client form, with the key's verb and object.
+func namesKey(answered, key string) bool {
+	id, err := ledger.Parse(answered)
+	return err == nil && ledger.IsClientForm(id.UUID) && ledger.KeyOf(id.UUID).String() == key
+}

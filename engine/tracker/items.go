@@ -103,7 +103,10 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 			c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
 			scope = append(scope, "item:"+did)
 		}
-		return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: projectSubject(in.Project), Scope: scope, Payload: c}, nil
+		// The record is about the new item, whose id derives from the
+		// operation: its subject is new, so no other create arbitrates
+		// against it, and the number is taken at apply time, in log order.
+		return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c}, nil
 	})
 	var out ItemWrite
 	if err == nil && wr.Unvouched {
