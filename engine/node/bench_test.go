@@ -210,3 +210,68 @@ func BenchmarkApplyDrain(b *testing.B) {
 		b.ReportMetric(drained, "records-timed")
 	}
 }
+
+// BenchmarkCreatesOneProject: create_work_item into one project at
+// concurrency 1, 16 and 64, with the outcomes counted (conflict must stay
+// 0: a create is a record about its new item and takes its number at
+// apply time), beside bare publishes at the same concurrency measured in
+// the same run.
+//
+//	go test -run '^$' -bench CreatesOneProject -benchtime 2000x ./engine/node/
+func BenchmarkCreatesOneProject(b *testing.B) {
+	for _, conc := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
+			svc := benchNode(b)
+			bare := enginetest.NewBareRig(b)
+			ctx := context.Background()
+			var mu sync.Mutex
+			outcomes := map[string]int{}
+			per := (b.N + conc - 1) / conc
+			b.ResetTimer()
+			el := parallel(conc, per, func(w, i int) {
+				r, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("w%d-%d", w, i)})
+				k := string(r.Outcome)
+				if err != nil {
+					k = string(engine.CodeOf(err))
+				}
+				mu.Lock()
+				outcomes[k]++
+				mu.Unlock()
+			})
+			b.StopTimer()
+			bareEl := parallel(conc, per, func(w, i int) {
+				if _, err := bare.JS.Publish(ctx, fmt.Sprintf("bare.item.%d", w), []byte(`{"kind":"x","payload":{"title":"a title"}}`)); err != nil {
+					b.Error(err)
+				}
+			})
+			n := float64(per * conc)
+			b.ReportMetric(n/el.Seconds(), "creates/s")
+			b.ReportMetric(n/bareEl.Seconds(), "bare_publishes/s")
+			b.ReportMetric(bareEl.Seconds()/el.Seconds(), "ratio")
+			b.ReportMetric(float64(outcomes[string(engine.CodeConflict)]), "conflicts")
+			b.ReportMetric(float64(outcomes[string(engine.Applied)]), "applied")
+			b.ReportMetric(float64(outcomes[string(engine.Pending)]), "pending")
+			if outcomes[string(engine.CodeConflict)] > 0 {
+				b.Errorf("creates refused conflict: %v", outcomes)
+			}
+		})
+	}
+}
+
+// parallel runs f(worker, i) per times on each of conc workers and
+// returns the wall time.
+func parallel(conc, per int, f func(w, i int)) time.Duration {
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				f(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(t0)
+}
