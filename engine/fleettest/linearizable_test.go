@@ -20,7 +20,6 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -56,112 +55,6 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
-// opKind names what a history operation does to one work item.
-type opKind int
-
-const (
-	opCreate opKind = iota
-	opRead
-	opUpdate
-)
-
-type opInput struct {
-	Key     string
-	Kind    opKind
-	IfMatch uint64
-}
-
-type opOutput struct {
-	// Version is what a read saw, or what a create or an update made.
-	Version uint64
-	// Stale: the update was refused stale.
-	Stale bool
-}
-
-// itemModel is one work item's version under reads and if_match updates.
-// Versions are log positions, so an update's new version is only known
-// from its answer (or, for an unknown one, from where it landed).
-var itemModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range h {
-			k := op.Input.(opInput).Key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		sort.Strings(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return uint64(0) },
-	Step: func(state, input, output any) (bool, any) {
-		v, in, out := state.(uint64), input.(opInput), output.(opOutput)
-		switch in.Kind {
-		case opCreate:
-			return v == 0, out.Version
-		case opRead:
-			return v != 0 && out.Version == v, v
-		default:
-			if out.Stale {
-				return v != in.IfMatch, v
-			}
-			return v == in.IfMatch && out.Version > v, out.Version
-		}
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(opInput), output.(opOutput)
-		switch in.Kind {
-		case opCreate:
-			return fmt.Sprintf("create %s -> v%d", in.Key, out.Version)
-		case opRead:
-			return fmt.Sprintf("read %s -> v%d", in.Key, out.Version)
-		}
-		if out.Stale {
-			return fmt.Sprintf("update %s if_match v%d -> stale", in.Key, in.IfMatch)
-		}
-		return fmt.Sprintf("update %s if_match v%d -> v%d", in.Key, in.IfMatch, out.Version)
-	},
-	DescribeState: func(s any) string { return fmt.Sprintf("v%d", s.(uint64)) },
-}
-
-// histOp is one operation as a client saw it.
-type histOp struct {
-	client       int
-	node         int
-	in           opInput
-	out          opOutput
-	call, ret    int64
-	opID         string
-	outcome      string // applied, pending, unknown, stale, refused:<code>, error
-	err          string // the error's text where outcome is error
-	position     string
-	indefinite   bool // the write's fate is known only from the log
-	definiteFail bool // refused with a code that promises nothing was written
-}
-
-type history struct {
-	mu  sync.Mutex
-	ops []histOp
-}
-
-func (h *history) add(op histOp) {
-	h.mu.Lock()
-	h.ops = append(h.ops, op)
-	h.mu.Unlock()
-}
-
-// definitelyNotWritten are refusals that promise nothing was appended:
-// stale is decided before any publish; no_quorum is the broker answering
-// that it delivered the append to nobody; the rest are bad input. The run
-// checks each promise against the quiesced log.
-var definitelyNotWritten = map[engine.Code]bool{engine.CodeStale: true, engine.CodeNoQuorum: true, engine.CodeNotFound: true, engine.CodeInvalidArgument: true}
-
 func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	t.Logf("seed %d (rerun: go test ./engine/fleettest -run TestLinearizableUnderFaults -seed %d)", seed, seed)
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
@@ -170,7 +63,7 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	ctx := context.Background()
 	origin := time.Now()
 	now := func() int64 { return int64(time.Since(origin)) }
-	var hist history
+	var hist fleettest.History
 
 	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "LIN", "Linearizability"); err != nil || pw.Outcome != engine.Applied {
 		t.Fatalf("create project: %+v %v", pw, err)
@@ -183,7 +76,7 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 			t.Fatalf("create item: %+v %v", iw, err)
 		}
 		keys = append(keys, iw.Item.Key)
-		hist.add(histOp{in: opInput{Key: iw.Item.Key, Kind: opCreate}, out: opOutput{Version: iw.Item.Version}, call: call, ret: now(), outcome: "applied"})
+		hist.Add(fleettest.HistOp{In: fleettest.OpInput{Key: iw.Item.Key, Kind: fleettest.OpCreate}, Out: fleettest.OpOutput{Version: iw.Item.Version}, Call: call, Ret: now(), Outcome: "applied"})
 	}
 
 	stop := make(chan struct{})
@@ -232,138 +125,59 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	landed := map[string][]uint64{}
-	for _, m := range msgs {
-		rec, err := record.Decode(m.Data)
-		if err != nil || rec.OpID == "" || rec.Kind == record.KindBarrier {
-			continue
-		}
-		// Keyed by the key the client minted: the engine names the record
-		// <client form of the key>.<verb>-<object>.
-		u, _, _ := strings.Cut(rec.OpID, ".")
-		if id, err := uuid.Parse(u); err == nil && ledger.IsClientForm(id) {
-			u = ledger.KeyOf(id).String()
-		}
-		landed[u] = append(landed[u], m.Seq)
-	}
-	var (
-		ops                                      []porcupine.Operation
-		reads, acked, applied, pending, stale    int
-		unknownLanded, unknownNever              int
-		lost, twice, refusedLanded, readsRefused int
-		outcomes                                 = map[string]int{}
-		errTexts                                 = map[string]int{}
-	)
-	for op, seqs := range landed {
-		if len(seqs) > 1 {
-			twice++
-			t.Errorf("op %s landed %d times: %v", op, len(seqs), seqs)
-		}
-	}
-	hist.mu.Lock()
-	defer hist.mu.Unlock()
-	for _, h := range hist.ops {
-		outcomes[h.outcome]++
-		if h.err != "" {
-			errTexts[h.err]++
-		}
-		switch {
-		case h.in.Kind == opRead && h.outcome == "ok":
-			reads++
-		case h.in.Kind == opRead:
-			readsRefused++
-			continue
-		case h.in.Kind == opCreate:
-		case h.outcome == "applied" || h.outcome == "pending":
-			acked++
-			if h.outcome == "applied" {
-				applied++
-			} else {
-				pending++
-			}
-			if seqs := landed[h.opID]; len(seqs) == 0 {
-				lost++
-				t.Errorf("acknowledged write %s (%s at %s) is not on the log", h.opID, h.outcome, h.position)
-			}
-		case h.outcome == "stale":
-			stale++
-			if len(landed[h.opID]) > 0 {
-				refusedLanded++
-				t.Errorf("write %s refused stale but landed at %v", h.opID, landed[h.opID])
-			}
-		case h.definiteFail:
-			if len(landed[h.opID]) > 0 {
-				refusedLanded++
-				t.Errorf("write %s refused %s but landed at %v", h.opID, h.outcome, landed[h.opID])
-			}
-			continue
-		case h.indefinite:
-			seqs := landed[h.opID]
-			if len(seqs) == 0 {
-				unknownNever++
-				continue // never happened: not in the history
-			}
-			unknownLanded++
-			h.out = opOutput{Version: seqs[0]}
-			h.ret = end + 1 // open: it may have taken effect at any time after its call
-		}
-		ops = append(ops, porcupine.Operation{ClientId: h.client, Input: h.in, Output: h.out, Call: h.call, Return: h.ret})
+	landed := fleettest.Landed(msgs)
+	v := fleettest.Check(&hist, landed, end, 2*time.Minute)
+	for _, p := range v.Problems {
+		t.Error(p)
 	}
 	// Every applied or pending write is applied on every node.
 	for i := 0; i < c.Size(); i++ {
-		for _, h := range hist.ops {
-			if h.in.Kind != opUpdate || (h.outcome != "applied" && h.outcome != "pending") {
+		for _, h := range hist.Ops() {
+			if h.In.Kind != fleettest.OpUpdate || (h.Outcome != "applied" && h.Outcome != "pending") {
 				continue
 			}
 			var k int
-			key, _ := uuid.Parse(h.opID)
+			key, _ := uuid.Parse(h.OpID)
 			if err := c.Node(i).DB().QueryRow(`SELECT count(*) FROM statelog_ledger WHERE op_id LIKE ?`, ledger.ClientForm(key).String()+".%").Scan(&k); err != nil {
 				t.Fatal(err)
 			}
 			if k != 1 {
-				t.Errorf("n%d holds %d ledger rows for acknowledged %s", i+1, k, h.opID)
+				t.Errorf("n%d holds %d ledger rows for acknowledged %s", i+1, k, h.OpID)
 			}
 		}
 	}
-	res, info := porcupine.CheckOperationsVerbose(itemModel, ops, 2*time.Minute)
 	faults, failed := nem.Counts()
 	total := 0
 	var fk []string
-	for k, v := range faults {
-		total += v
-		fk = append(fk, fmt.Sprintf("%s=%d", k, v))
+	for k, n := range faults {
+		total += n
+		fk = append(fk, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(fk)
-	var oc []string
-	for k, v := range outcomes {
-		oc = append(oc, fmt.Sprintf("%s=%d", k, v))
-	}
-	sort.Strings(oc)
-	t.Logf("seed %d: faults injected and survived %d (%s; restarts retried %d); ops %d (%s); reads ok %d, refused %d; writes acknowledged %d (applied %d, pending %d), stale %d; lost %d; applied twice %d; refused but landed %d; unknown landed %d, never %d; porcupine %s; converged %v after the heal",
-		seed, total, strings.Join(fk, " "), len(failed), len(hist.ops), strings.Join(oc, " "), reads, readsRefused,
-		acked, applied, pending, stale, lost, twice, refusedLanded, unknownLanded, unknownNever, res, converge.Round(time.Millisecond))
+	t.Logf("seed %d: faults injected and survived %d (%s; restarts retried %d); %s; converged %v after the heal",
+		seed, total, strings.Join(fk, " "), len(failed), v, converge.Round(time.Millisecond))
 	// Errors without a code are counted as unknown writes above; their
 	// texts say what the engine answered instead of a refusal.
-	for text, n := range errTexts {
+	for text, n := range v.ErrTexts {
 		t.Logf("seed %d: %d× error without a code: %s", seed, n, text)
 	}
-	if res != porcupine.Ok {
+	if v.Result != porcupine.Ok {
 		path := filepath.Join(os.TempDir(), fmt.Sprintf("crewlet-linearizability-%d.html", seed))
-		if err := porcupine.VisualizePath(itemModel, info, path); err == nil {
+		if err := porcupine.VisualizePath(fleettest.ItemModel, v.Info, path); err == nil {
 			t.Logf("visualization: %s", path)
 		}
-		t.Fatalf("porcupine: %s", res)
+		t.Fatalf("porcupine: %s", v.Result)
 	}
 	for _, f := range failed {
 		t.Logf("nemesis: %s (started again after the heal)", f)
 	}
-	if acked == 0 || reads == 0 {
-		t.Fatalf("the run did nothing: %d acknowledged writes, %d reads", acked, reads)
+	if v.Acked == 0 || v.Reads == 0 {
+		t.Fatalf("the run did nothing: %d acknowledged writes, %d reads", v.Acked, v.Reads)
 	}
 }
 
 // client runs reads and if_match updates on node n until stop.
-func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func() int64, hist *history, stop chan struct{}) {
+func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func() int64, hist *fleettest.History, stop chan struct{}) {
 	rng := rand.New(rand.NewSource(seed*31 + int64(cl)))
 	known := map[string]uint64{}
 	for i := 0; ; i++ {
@@ -385,14 +199,14 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 			call := now()
 			r, err := nd.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, key)
 			ret := now()
-			op := histOp{client: cl, node: n, in: opInput{Key: key, Kind: opRead}, call: call, ret: ret}
+			op := fleettest.HistOp{Client: cl, Node: n, In: fleettest.OpInput{Key: key, Kind: fleettest.OpRead}, Call: call, Ret: ret}
 			if err == nil {
-				op.outcome, op.out.Version = "ok", r.Item.Version
+				op.Outcome, op.Out.Version = "ok", r.Item.Version
 				known[key] = r.Item.Version
 			} else {
-				op.outcome = "refused:" + string(engine.CodeOf(err))
+				op.Outcome = "refused:" + string(engine.CodeOf(err))
 			}
-			hist.add(op)
+			hist.Add(op)
 		} else {
 			ifMatch := known[key]
 			// A v7 UUID minted here, before the first attempt, so the
@@ -402,36 +216,36 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 			call := now()
 			w, err := nd.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{OpID: id.String()}, key, ifMatch, tracker.ItemPatch{Title: &title})
 			ret := now()
-			op := histOp{client: cl, node: n, in: opInput{Key: key, Kind: opUpdate, IfMatch: ifMatch}, call: call, ret: ret,
-				opID: id.String(), position: w.Position}
+			op := fleettest.HistOp{Client: cl, Node: n, In: fleettest.OpInput{Key: key, Kind: fleettest.OpUpdate, IfMatch: ifMatch}, Call: call, Ret: ret,
+				OpID: id.String(), Position: w.Position}
 			var ref *engine.Refusal
 			switch {
 			case err == nil && (w.Outcome == engine.Applied || w.Outcome == engine.Pending):
-				op.outcome = string(w.Outcome)
+				op.Outcome = string(w.Outcome)
 				p, perr := engine.ParsePosition(w.Position)
 				if perr != nil {
-					op.outcome, op.indefinite = "unparsed_position", true
+					op.Outcome, op.Indefinite = "unparsed_position", true
 					break
 				}
-				op.out.Version = p.Seq
+				op.Out.Version = p.Seq
 				known[key] = p.Seq
 			case err == nil:
-				op.outcome, op.indefinite = string(w.Outcome), true
+				op.Outcome, op.Indefinite = string(w.Outcome), true
 			case errors.As(err, &ref) && ref.Code == engine.CodeStale:
-				op.outcome, op.out.Stale = "stale", true
+				op.Outcome, op.Out.Stale = "stale", true
 				if v, ok := ref.Fields["current_version"].(uint64); ok {
 					known[key] = v
 				} else {
 					known[key] = 0
 				}
-			case errors.As(err, &ref) && definitelyNotWritten[ref.Code]:
-				op.outcome, op.definiteFail = "refused:"+string(ref.Code), true
+			case errors.As(err, &ref) && fleettest.DefinitelyNotWritten[ref.Code]:
+				op.Outcome, op.DefiniteFail = "refused:"+string(ref.Code), true
 			case errors.As(err, &ref):
-				op.outcome, op.indefinite = "refused:"+string(ref.Code), true
+				op.Outcome, op.Indefinite = "refused:"+string(ref.Code), true
 			default:
-				op.outcome, op.indefinite, op.err = "error", true, err.Error()
+				op.Outcome, op.Indefinite, op.Err = "error", true, err.Error()
 			}
-			hist.add(op)
+			hist.Add(op)
 		}
 		cancel()
 	}
@@ -442,18 +256,18 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 // an earlier, completed update made, and a stale refusal of an if_match
 // that was current; it accepts the same history read fresh.
 func TestItemModelCatchesAStaleRead(t *testing.T) {
-	create := porcupine.Operation{ClientId: 0, Input: opInput{Key: "A", Kind: opCreate}, Output: opOutput{Version: 3}, Call: 0, Return: 1}
-	update := porcupine.Operation{ClientId: 0, Input: opInput{Key: "A", Kind: opUpdate, IfMatch: 3}, Output: opOutput{Version: 7}, Call: 2, Return: 3}
-	staleRead := porcupine.Operation{ClientId: 1, Input: opInput{Key: "A", Kind: opRead}, Output: opOutput{Version: 3}, Call: 4, Return: 5}
-	freshRead := porcupine.Operation{ClientId: 1, Input: opInput{Key: "A", Kind: opRead}, Output: opOutput{Version: 7}, Call: 4, Return: 5}
-	wrongStale := porcupine.Operation{ClientId: 2, Input: opInput{Key: "A", Kind: opUpdate, IfMatch: 7}, Output: opOutput{Stale: true}, Call: 6, Return: 7}
-	if r := porcupine.CheckOperationsTimeout(itemModel, []porcupine.Operation{create, update, staleRead}, time.Second); r != porcupine.Illegal {
+	create := porcupine.Operation{ClientId: 0, Input: fleettest.OpInput{Key: "A", Kind: fleettest.OpCreate}, Output: fleettest.OpOutput{Version: 3}, Call: 0, Return: 1}
+	update := porcupine.Operation{ClientId: 0, Input: fleettest.OpInput{Key: "A", Kind: fleettest.OpUpdate, IfMatch: 3}, Output: fleettest.OpOutput{Version: 7}, Call: 2, Return: 3}
+	staleRead := porcupine.Operation{ClientId: 1, Input: fleettest.OpInput{Key: "A", Kind: fleettest.OpRead}, Output: fleettest.OpOutput{Version: 3}, Call: 4, Return: 5}
+	freshRead := porcupine.Operation{ClientId: 1, Input: fleettest.OpInput{Key: "A", Kind: fleettest.OpRead}, Output: fleettest.OpOutput{Version: 7}, Call: 4, Return: 5}
+	wrongStale := porcupine.Operation{ClientId: 2, Input: fleettest.OpInput{Key: "A", Kind: fleettest.OpUpdate, IfMatch: 7}, Output: fleettest.OpOutput{Stale: true}, Call: 6, Return: 7}
+	if r := porcupine.CheckOperationsTimeout(fleettest.ItemModel, []porcupine.Operation{create, update, staleRead}, time.Second); r != porcupine.Illegal {
 		t.Fatalf("stale read: %s, want Illegal", r)
 	}
-	if r := porcupine.CheckOperationsTimeout(itemModel, []porcupine.Operation{create, update, freshRead, wrongStale}, time.Second); r != porcupine.Illegal {
+	if r := porcupine.CheckOperationsTimeout(fleettest.ItemModel, []porcupine.Operation{create, update, freshRead, wrongStale}, time.Second); r != porcupine.Illegal {
 		t.Fatalf("stale refusal of the current version: %s, want Illegal", r)
 	}
-	if r := porcupine.CheckOperationsTimeout(itemModel, []porcupine.Operation{create, update, freshRead}, time.Second); r != porcupine.Ok {
+	if r := porcupine.CheckOperationsTimeout(fleettest.ItemModel, []porcupine.Operation{create, update, freshRead}, time.Second); r != porcupine.Ok {
 		t.Fatalf("fresh read: %s, want Ok", r)
 	}
 }
