@@ -24,13 +24,28 @@ type Log struct {
 	name    string
 	durable string
 	log     *slog.Logger
+	// drainWait bounds how long closing a reader waits for the broker to
+	// confirm its drain: one whose broker is gone never does.
+	drainWait time.Duration
+}
+
+// DefaultDrainWait is how long closing a reader waits for its drain.
+const DefaultDrainWait = 5 * time.Second
+
+// SetDrainWait sets how long closing a reader waits for the broker to
+// confirm its drain (DefaultDrainWait when d is 0).
+func (l *Log) SetDrainWait(d time.Duration) {
+	if d <= 0 {
+		d = DefaultDrainWait
+	}
+	l.drainWait = d
 }
 
 var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, durable: ConsumerName(node),
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, durable: ConsumerName(node), drainWait: DefaultDrainWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 
@@ -149,7 +164,7 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 	if err != nil {
 		return nil, err
 	}
-	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{})}
+	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{}), drainWait: l.drainWait}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
@@ -182,10 +197,11 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 }
 
 type subscription struct {
-	c    chan statelog.Delivery
-	done chan struct{}
-	cc   jetstream.ConsumeContext
-	once sync.Once
+	c         chan statelog.Delivery
+	done      chan struct{}
+	cc        jetstream.ConsumeContext
+	once      sync.Once
+	drainWait time.Duration
 }
 
 func (s *subscription) C() <-chan statelog.Delivery { return s.c }
@@ -199,7 +215,7 @@ func (s *subscription) Stop() {
 		s.cc.Drain()
 		select {
 		case <-s.cc.Closed():
-		case <-time.After(5 * time.Second):
+		case <-time.After(s.drainWait):
 			s.cc.Stop()
 		}
 		close(s.done)

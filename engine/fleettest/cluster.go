@@ -80,6 +80,9 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		c.cfgs = append(c.cfgs, node.Config{
 			Name:    fmt.Sprintf("n%d", i+1),
 			DataDir: fmt.Sprintf("%s/n%d", root, i+1),
+			// A node stopped after its broker's peers are gone would wait
+			// out the default drain on every reader.
+			DrainWait: 500 * time.Millisecond,
 			Stream: node.StreamConfig{
 				Replicas:    3,
 				ClusterWait: 90 * time.Second,

@@ -43,8 +43,12 @@ type Config struct {
 	// PublishTimeout bounds one append's wait for the broker's answer
 	// (default 5 s); past it the append is settled from the log or unknown.
 	PublishTimeout time.Duration
-	Clock          engine.Clock
-	Logger         *slog.Logger
+	// DrainWait bounds how long closing the node waits for each reader's
+	// drain to be confirmed, which a broker that is gone never does
+	// (default broker.DefaultDrainWait, 5 s).
+	DrainWait time.Duration
+	Clock     engine.Clock
+	Logger    *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").

@@ -98,7 +98,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		if err != nil {
 			return n, err
 		}
-		n.logs[d.domain] = broker.NewLog(n.broker.JS, s, cfg.Name, cfg.Logger)
+		l := broker.NewLog(n.broker.JS, s, cfg.Name, cfg.Logger)
+		l.SetDrainWait(cfg.DrainWait)
+		n.logs[d.domain] = l
 	}
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
