@@ -159,3 +159,26 @@ func LastWrite(t testing.TB, n *node.Node, d engine.Domain) uint64 {
 	}
 	return 0
 }
+
+// Landed waits for a write that answered pending to be applied on n, so a
+// test that needs its rows asserts what the seeds promise (durable, applied
+// later) rather than what a quiet machine does (applied within the write
+// wait). It fails the test on an error or an unknown outcome.
+func Landed(t testing.TB, n *node.Node, d engine.Domain, w engine.WriteResult, err error) {
+	t.Helper()
+	if err != nil || (w.Outcome != engine.Applied && w.Outcome != engine.Pending) {
+		t.Fatalf("write: %+v %v", w, err)
+	}
+	if w.Outcome == engine.Applied {
+		return
+	}
+	p, err := engine.ParsePosition(w.Position)
+	if err != nil {
+		t.Fatalf("pending write without a position: %+v", w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.Replica(d).WaitApplied(ctx, p.Seq); err != nil {
+		t.Fatalf("pending write at %s never applied: %v", w.Position, err)
+	}
+}
