@@ -23,8 +23,17 @@ import (
 func mustProject(t *testing.T, svc *tracker.Service, key string) {
 	t.Helper()
 	pw, err := svc.CreateProject(context.Background(), engine.WriteOptions{}, key, key+" project")
-	if err != nil || pw.Outcome != engine.Applied {
+	if err != nil || (pw.Outcome != engine.Applied && pw.Outcome != engine.Pending) {
 		t.Fatalf("create project: %+v %v", pw, err)
+	}
+	if pw.Outcome == engine.Pending {
+		// Durable: wait for this node to apply it, as a caller would.
+		p, _ := engine.ParsePosition(pw.Position)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := svc.Replica().WaitApplied(ctx, p.Seq); err != nil {
+			t.Fatalf("create project pending at %s: %v", pw.Position, err)
+		}
 	}
 }
 
