@@ -159,11 +159,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	root.Handle("/", mcp.Guard(opts, api))
 
 	// The edge comes before every route, the guard included.
-	hs := httpedge.Server(root, httpedge.Limits{MaxBodyBytes: int64(o.Config.HTTP.MaxBodyBytes), MaxConnections: maxConns}, logger)
+	limits := httpedge.Limits{MaxBodyBytes: int64(o.Config.HTTP.MaxBodyBytes), MaxConnections: maxConns}.WithDefaults()
+	hs := httpedge.Server(root, limits, logger)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(httpedge.Listener(ln, maxConns, logger)) }()
+	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
 
-	attrs := []any{"node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir}
+	attrs := []any{"node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir,
+		"max_body_bytes", limits.MaxBodyBytes, "max_connections", limits.MaxConnections}
 	if u := n.ClientURL(); u != "" {
 		attrs = append(attrs, "join_url", u)
 	}
