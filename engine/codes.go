@@ -85,6 +85,27 @@ var Codes = map[Code]CodeInfo{
 	CodeInternal:             {CodeInternal, false, 0, http.StatusInternalServerError, "Internal error. It has been logged; retry later."},
 }
 
+// fixedLevel holds, for the codes whose sentences point the caller at
+// another read level, what a caller who cannot choose one can do
+// instead: the MCP surfaces read at linearizable and take no level
+// argument, so "read at stale" is advice nobody there can follow.
+var fixedLevel = map[Code]string{
+	CodeMaintenance: "This node runs in a capacity window (maintenance or seal), as does every node of its fleet: nothing is published, so writes and linearizable reads — every read on this surface — are refused until the fleet is back in normal mode, and this call did nothing. Try again later.",
+}
+
+// ForFixedLevel is r as a surface whose caller cannot choose a read
+// level answers it: the same refusal, its message replaced where it
+// would point at another level. r itself is not changed.
+func (r *Refusal) ForFixedLevel() *Refusal {
+	msg, ok := fixedLevel[r.Code]
+	if !ok {
+		return r
+	}
+	c := *r
+	c.Message = msg
+	return &c
+}
+
 // Refusal is a refused read or write: a code, a sentence saying what
 // happened and what to do, a retry hint where the code is worth coming back
 // for, and the fields the seeds name for it. It is an error.

@@ -28,7 +28,9 @@ type HTTPOptions struct {
 }
 
 // Refusal codes of the HTTP guard. They are not in the engine's table:
-// they are about the request's credentials and origin, not a read or write.
+// they are about the request's credentials and origin, not a read or write
+// (like the HTTP edge's own too_large, httpedge.CodeTooLarge, which
+// answers before the guard).
 const (
 	codeUnauthorized = "unauthorized"
 	codeForbidden    = "forbidden"

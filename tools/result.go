@@ -24,8 +24,11 @@ func Answer(structured any, text string) *mcp.CallToolResult {
 // Refused is a refusal as a tool result: isError true, the refusal object
 // ({"refused": code, "message": ..., "retry_after_seconds"?, ...}) as
 // structured content and its message as text. A refusal is a result, never
-// a JSON-RPC error, so the model sees it and can act on it.
+// a JSON-RPC error, so the model sees it and can act on it. The message is
+// the one for a caller who cannot choose a read level: no MCP surface
+// takes one.
 func Refused(r *engine.Refusal) *mcp.CallToolResult {
+	r = r.ForFixedLevel()
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(r.Message)},
 		StructuredContent: r.Object(),
@@ -47,6 +50,7 @@ func Internal() *mcp.CallToolResult {
 // caller can repeat that very operation.
 func Failed(ctx context.Context, logger *slog.Logger, tool, opID string, err error) *mcp.CallToolResult {
 	if r, ok := engine.AsRefusal(err); ok {
+		r = r.ForFixedLevel()
 		res := Refused(r)
 		if opID != "" && engine.Codes[r.Code].Retryable {
 			obj := r.Object()

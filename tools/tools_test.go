@@ -396,3 +396,35 @@ func TestRetryableWriteRefusalCarriesOpID(t *testing.T) {
 		t.Fatalf("got %v", m)
 	}
 }
+
+// TestMaintenanceSaysWhatAnMCPCallerCanDo: the engine's maintenance
+// refusal of a linearizable read points at other read levels, which no
+// MCP caller can choose; the tool result says instead that writes and
+// linearizable reads wait for normal mode, in text and structured alike,
+// and keeps the code.
+func TestMaintenanceSaysWhatAnMCPCallerCanDo(t *testing.T) {
+	engineSays := "this node runs in a capacity window (maintenance or seal) that publishes nothing, and a linearizable read proves the log's end by appending a barrier to it. Ask again once the fleet is back in normal mode, or read at stale or consistent_prefix, which append nothing."
+	for _, name := range []string{NameGetWorkItem, NameUpdateWorkItem} {
+		f := &fakeTracker{fail: engine.Refuse(engine.CodeMaintenance, "%s", engineSays)}
+		args := `{"key":"ENG-1"}`
+		if name == NameUpdateWorkItem {
+			args = `{"key":"ENG-1","if_match":3,"title":"x"}`
+		}
+		res := call(t, operatorTools(t, f, nil), name, args)
+		m := structured(t, res)
+		msg, _ := m["message"].(string)
+		if !res.IsError || m["refused"] != "maintenance" || msg != text(res) {
+			t.Fatalf("%s: %v | %s", name, m, text(res))
+		}
+		for _, level := range []string{"stale", "consistent_prefix", "read_level"} {
+			if strings.Contains(msg, level) {
+				t.Errorf("%s: the message names %s, a level an MCP caller cannot choose: %s", name, level, msg)
+			}
+		}
+		for _, want := range []string{"capacity window", "writes and linearizable reads", "normal mode", "try again later"} {
+			if !strings.Contains(strings.ToLower(msg), want) {
+				t.Errorf("%s: the message does not say %q: %s", name, want, msg)
+			}
+		}
+	}
+}

@@ -124,6 +124,16 @@ type OperatorSection struct {
 type HTTPSection struct {
 	// Listen is http.listen (default 127.0.0.1:7420).
 	Listen string `yaml:"listen"`
+	// AllowedHosts is http.allowed_hosts: the Host (and Origin) names
+	// the node is reached by besides its listen address and loopback,
+	// host or host:port, for a node behind a reverse proxy. Unset: none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// MaxBodyBytes is http.max_body_bytes: the largest request body any
+	// route takes (default 4MiB).
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxConnections is http.max_connections: the most HTTP connections
+	// open at once (default 1024).
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // ConfigError is a field of the file (or a flag) that cannot be used.
@@ -338,6 +348,40 @@ func (c *Config) Validate() error {
 		if err := validateListen("http.listen", c.HTTP.Listen); err != nil {
 			return err
 		}
+	}
+	for _, h := range c.HTTP.AllowedHosts {
+		if err := validateAllowedHost(h); err != nil {
+			return err
+		}
+	}
+	if c.HTTP.MaxConnections < 0 {
+		return &ConfigError{Field: "http.max_connections", Value: strconv.Itoa(c.HTTP.MaxConnections), Reason: "must be a positive number of connections (unset: 1024)"}
+	}
+	return nil
+}
+
+// validateAllowedHost accepts a host name or address, with or without a
+// port, as a Host header carries it: no scheme, path or wildcard, since
+// the guard compares names exactly.
+func validateAllowedHost(h string) error {
+	const field = "http.allowed_hosts"
+	if strings.TrimSpace(h) == "" {
+		return &ConfigError{Field: field, Value: h, Reason: "has an empty entry; list host names such as crewlet.example.com or crewlet.example.com:443"}
+	}
+	if strings.Contains(h, "://") || strings.ContainsAny(h, "/ \t*?#@") {
+		return &ConfigError{Field: field, Value: h, Reason: "is not a host or host:port as a Host header carries it (no scheme, path, space or wildcard); for https://crewlet.example.com/ write crewlet.example.com"}
+	}
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+			return &ConfigError{Field: field, Value: h, Reason: "has no valid port"}
+		}
+		host = hp
+	} else if strings.Count(h, ":") == 1 {
+		return &ConfigError{Field: field, Value: h, Reason: "is not host or host:port"}
+	}
+	if strings.Trim(host, "[]") == "" {
+		return &ConfigError{Field: field, Value: h, Reason: "names no host"}
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ operator:
   token: 0123456789abcdef0123
 http:
   listen: 0.0.0.0:7420
+  allowed_hosts: [crewlet.example.com, "proxy.example.net:8443", "[::1]:9000"]
+  max_body_bytes: 8MiB
+  max_connections: 512
 `,
 			want: Config{
 				Node: NodeSection{Name: "node-1", Mode: "maintenance"},
@@ -53,7 +56,8 @@ http:
 					StoreMaxBytes: 8 << 30, TrackerLogMaxBytes: 4 << 30, PagesLogMaxBytes: 1 << 30},
 				Store:    StoreSection{BusyTimeoutSeconds: 9},
 				Operator: OperatorSection{Token: "0123456789abcdef0123"},
-				HTTP:     HTTPSection{Listen: "0.0.0.0:7420"},
+				HTTP: HTTPSection{Listen: "0.0.0.0:7420", AllowedHosts: []string{"crewlet.example.com", "proxy.example.net:8443", "[::1]:9000"},
+					MaxBodyBytes: 8 << 20, MaxConnections: 512},
 			},
 		},
 		{name: "sync duration", yaml: "stream:\n  sync: 30s\n", want: Config{Stream: StreamSection{Sync: "30s"}}},
@@ -78,6 +82,18 @@ http:
 		{name: "busy timeout negative", yaml: "store: {busy_timeout_seconds: -1}\n", field: "store.busy_timeout_seconds"},
 		{name: "short token", yaml: "operator: {token: abc}\n", field: "operator.token"},
 		{name: "bad listen", yaml: "http: {listen: localhost}\n", field: "http.listen"},
+		{name: "body bytes in bytes", yaml: "http: {max_body_bytes: 1048576}\n", want: Config{HTTP: HTTPSection{MaxBodyBytes: 1 << 20}}},
+		{name: "bad body bytes", yaml: "http: {max_body_bytes: huge}\n", field: "http.max_body_bytes"},
+		{name: "negative body bytes", yaml: "http: {max_body_bytes: -1}\n", field: "http.max_body_bytes"},
+		{name: "connections not int", yaml: "http: {max_connections: many}\n", field: "http.max_connections"},
+		{name: "negative connections", yaml: "http: {max_connections: -5}\n", field: "http.max_connections"},
+		{name: "allowed host is a scalar", yaml: "http: {allowed_hosts: crewlet.example.com}\n", field: "http.allowed_hosts"},
+		{name: "allowed host with scheme", yaml: "http: {allowed_hosts: [\"https://crewlet.example.com\"]}\n", field: "http.allowed_hosts"},
+		{name: "allowed host wildcard", yaml: "http: {allowed_hosts: [\"*.example.com\"]}\n", field: "http.allowed_hosts"},
+		{name: "allowed host with path", yaml: "http: {allowed_hosts: [crewlet.example.com/mcp]}\n", field: "http.allowed_hosts"},
+		{name: "allowed host empty", yaml: "http: {allowed_hosts: [\"\"]}\n", field: "http.allowed_hosts"},
+		{name: "allowed host bad port", yaml: "http: {allowed_hosts: [\"crewlet.example.com:99999\"]}\n", field: "http.allowed_hosts"},
+		{name: "unknown http key", yaml: "http: {max_body: 1MiB}\n", field: "http.max_body"},
 		{name: "bad port", yaml: "http: {listen: 'localhost:99999'}\n", field: "http.listen"},
 		{name: "not a mapping", yaml: "- a\n- b\n", field: "(file)"},
 		{name: "not yaml", yaml: "stream: {sync: [\n", errSub: "config:"},

@@ -46,7 +46,7 @@ func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, err
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			if m := serveLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m := announced(sc.Text()); m != nil {
 				found <- m
 				break
 			}

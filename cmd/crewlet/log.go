@@ -15,6 +15,10 @@ import (
 // ComponentCmd is the component of lines this command writes itself.
 const ComponentCmd = "cmd"
 
+// ComponentLib is the component of lines libraries write through Go's
+// standard log package (mcp-go does, on some panics it recovers).
+const ComponentLib = "lib"
+
 // Log formats of --log-format.
 const (
 	LogFormatAuto = "auto"
@@ -34,20 +38,32 @@ func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, er
 	tty := isTerminal(w)
 	var h slog.Handler
 	switch format {
-	case "", LogFormatAuto:
-		if tty {
-			h = newTint(w, level, false)
-		} else {
+	case "", LogFormatAuto, LogFormatJSON:
+		if LogsJSON(w, format) {
 			h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+		} else {
+			h = newTint(w, level, false)
 		}
 	case LogFormatText:
 		h = newTint(w, level, !tty)
-	case LogFormatJSON:
-		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	default:
 		return nil, usageErrorf("--log-format %q is not one of auto, json, text", format)
 	}
 	return slog.New(newComponentHandler(h, ComponentCmd)), nil
+}
+
+// LogsJSON reports whether NewLogger writes JSON to w in format: json, or
+// auto off a terminal. Then every line on w must be JSON, so what the
+// command would print for a person it logs instead.
+func LogsJSON(w io.Writer, format string) bool {
+	return format == LogFormatJSON || (format == "" || format == LogFormatAuto) && !isTerminal(w)
+}
+
+// routeLibraryLogs sends what libraries write through Go's standard log
+// package through logger under component lib: left alone, those lines
+// go raw to stderr and break a JSON log.
+func routeLibraryLogs(logger *slog.Logger) {
+	slog.SetDefault(logger.With(engine.LogComponent, ComponentLib))
 }
 
 func newTint(w io.Writer, level slog.Leveler, noColor bool) slog.Handler {

@@ -16,11 +16,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/crewlet/crewlet/engine"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; unset, it
@@ -53,6 +56,12 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
+	// Everything a node creates is its own: the replicated database and
+	// its -wal/-shm, the broker's store tree, the data directory and the
+	// token. Set once here, before anything is created, rather than
+	// chmod after the fact: the embedded nats-server and SQLite create
+	// files of their own, and a file is readable from its creation on.
+	ownerOnlyFiles()
 	m := NewMain()
 	err := m.Run(ctx, os.Args[1:])
 	stop()
@@ -64,6 +73,20 @@ type Main struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr *os.File
+
+	// jsonLog is the logger of a command that logs JSON, once it has
+	// one: its failure is then a log line too, not a line of text.
+	jsonLog *slog.Logger
+}
+
+// logsTo records the command's logger; a JSON one also takes the
+// command's failure, and every library writing through Go's log package
+// goes through it.
+func (m *Main) logsTo(logger *slog.Logger, format string) {
+	routeLibraryLogs(logger)
+	if LogsJSON(m.Stderr, format) {
+		m.jsonLog = logger
+	}
 }
 
 // NewMain returns a Main on the process's streams.
@@ -121,6 +144,9 @@ func (m *Main) ExitCode(err error) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(m.Stderr, "crewlet: %s\nRun 'crewlet help' for usage.\n", ue.msg)
 		return 2
+	case m.jsonLog != nil:
+		m.jsonLog.Error("command_failed", engine.LogErr, err.Error())
+		return 1
 	default:
 		fmt.Fprintf(m.Stderr, "crewlet: %s\n", err)
 		return 1

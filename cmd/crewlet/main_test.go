@@ -113,6 +113,24 @@ var opIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9
 
 var serveLine = regexp.MustCompile(`operator MCP at (http://\S+/operator/mcp) \(bearer token in ([^)]+)\)`)
 
+// announced reads where `crewlet serve` says it serves from one line of
+// its stderr: the "serving" log line in a JSON log, the line in words
+// otherwise. m is [line, operator MCP URL, token file] when it is one.
+func announced(line string) (m []string) {
+	var l struct {
+		Msg         string `json:"msg"`
+		OperatorMCP string `json:"operator_mcp"`
+		Token       string `json:"token"`
+	}
+	if json.Unmarshal([]byte(line), &l) == nil {
+		if l.Msg == "serving" && l.OperatorMCP != "" {
+			return []string{line, l.OperatorMCP, l.Token}
+		}
+		return nil
+	}
+	return serveLine.FindStringSubmatch(line)
+}
+
 // StartServe runs `crewlet serve --data dataDir --http 127.0.0.1:0` (plus
 // extra flags), waits for /healthz and returns the running process; it is
 // stopped at the end of the test if still running.
@@ -139,7 +157,7 @@ func StartServe(t testing.TB, dataDir string, extra ...string) *Serve {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			if m := serveLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m := announced(sc.Text()); m != nil {
 				found <- m
 				break
 			}

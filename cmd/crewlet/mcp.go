@@ -145,6 +145,7 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.logsTo(logger, o.LogFormat)
 
 	if len(o.Join) > 0 {
 		return c.runJoined(ctx, o, logger)

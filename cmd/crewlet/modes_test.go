@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -59,6 +60,10 @@ func TestServeModes(t *testing.T) {
 			if code != http.StatusServiceUnavailable || body["refused"] != "maintenance" {
 				t.Fatalf("linearizable in %s: %d %v", mode, code, body)
 			}
+			// The REST path can choose a level, and is told which.
+			if msg, _ := body["message"].(string); !strings.Contains(msg, "stale") {
+				t.Errorf("REST maintenance in %s does not name the levels still answered: %q", mode, msg)
+			}
 			for _, l := range []string{"stale", "consistent_prefix"} {
 				code, body := restGet(t, s, "/api/v1/work-items?project=OPS&read_level="+l)
 				if code != 200 || body["level"] != l {
@@ -81,6 +86,13 @@ func TestServeModes(t *testing.T) {
 				obj, _ := res.StructuredContent.(map[string]any)
 				if !res.IsError || obj["refused"] != "maintenance" {
 					t.Fatalf("%s in %s: %s", name, mode, resultText(res))
+				}
+				// An MCP caller cannot choose a level: it is told what it
+				// can do instead.
+				msg, _ := obj["message"].(string)
+				if strings.Contains(msg, "stale") || strings.Contains(msg, "consistent_prefix") ||
+					!strings.Contains(msg, "writes and linearizable reads") || !strings.Contains(msg, "normal mode") || !strings.Contains(msg, "Try again later") {
+					t.Errorf("%s in %s over MCP: %q", name, mode, msg)
 				}
 			}
 		})

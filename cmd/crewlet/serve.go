@@ -14,13 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -92,6 +92,15 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	c.logsTo(logger, o.LogFormat)
+	maxConns, lowered, err := httpedge.FitConnections(o.Config.HTTP.MaxConnections)
+	if err != nil {
+		return err
+	}
+	if lowered {
+		logger.Warn("http_max_connections_lowered", "max_connections", maxConns, "default", httpedge.DefaultMaxConnections,
+			"reason", "the default does not fit under this process's open-file limit beside the broker and the store; raise the limit (ulimit -n) to serve more")
+	}
 
 	// Listen first, so the holder line and the printed URL carry the
 	// address actually bound (port 0 picks one).
@@ -123,7 +132,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 
 	opts := mcp.HTTPOptions{
 		Token:        token,
-		AllowedHosts: AllowedHosts(ln.Addr()),
+		AllowedHosts: append(AllowedHosts(ln.Addr()), o.Config.HTTP.AllowedHosts...),
 		Logger:       logger,
 	}
 	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
@@ -140,24 +149,34 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	api.Handle("/api/v1/retention", fleet.RetentionHandler(n.Retention()))
 	operator.Mount(api, operator.Config{Tracker: n.Tracker(), KB: n.Pages(), Nodes: n.NodeGates(), Logger: logger})
 	root := http.NewServeMux()
+	// The health checks want no token: /healthz says the process
+	// answers, /readyz that the node serves.
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	root.Handle("/readyz", httpedge.Ready(n.Unready))
 	root.Handle("/", mcp.Guard(opts, api))
 
-	hs := &http.Server{
-		Handler:           root,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.With(engine.LogComponent, engine.ComponentHTTP).Handler(), slog.LevelWarn),
-	}
+	// The edge comes before every route, the guard included.
+	limits := httpedge.Limits{MaxBodyBytes: int64(o.Config.HTTP.MaxBodyBytes), MaxConnections: maxConns}.WithDefaults()
+	hs := httpedge.Server(root, limits, logger)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
 
-	logger.Info("serving", "node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir)
-	fmt.Fprintf(c.Stderr, "crewlet serve: operator MCP at %s (bearer token in %s)\n", mcpURL, tokenSource)
+	attrs := []any{"node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir,
+		"max_body_bytes", limits.MaxBodyBytes, "max_connections", limits.MaxConnections}
 	if u := n.ClientURL(); u != "" {
-		fmt.Fprintf(c.Stderr, "crewlet serve: nodes without data join at %s (crewlet mcp --join %s, with stream.client.token)\n", u, u)
+		attrs = append(attrs, "join_url", u)
+	}
+	logger.Info("serving", attrs...)
+	// In a JSON log the line above says it all; a person at a terminal
+	// gets it in words too.
+	if !LogsJSON(c.Stderr, o.LogFormat) {
+		fmt.Fprintf(c.Stderr, "crewlet serve: operator MCP at %s (bearer token in %s)\n", mcpURL, tokenSource)
+		if u := n.ClientURL(); u != "" {
+			fmt.Fprintf(c.Stderr, "crewlet serve: nodes without data join at %s (crewlet mcp --join %s, with stream.client.token)\n", u, u)
+		}
 	}
 
 	select {

@@ -52,5 +52,8 @@ func cannotCheck(cfg Config) []string {
 		out = append(out, "that stream.cluster.routes reach the peers and that every peer uses the same stream.cluster.name")
 	}
 	out = append(out, "that node.name is unique in the fleet")
+	if cfg.HTTP.MaxConnections > 0 {
+		out = append(out, "that http.max_connections fits under the open-file limit of the process that serves it (crewlet serve checks it when it starts)")
+	}
 	return out
 }

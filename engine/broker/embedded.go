@@ -204,7 +204,7 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		ns.Shutdown()
 		return nil, err
 	}
-	connect := []nats.Option{nats.Name(o.ServerName), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+	connect := []nats.Option{nats.Name(o.ServerName), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond), AsyncErrors(o.Logger)}
 	if o.Client != nil {
 		connect = append(connect, nats.Token(o.Client.Token))
 	}

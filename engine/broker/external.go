@@ -20,7 +20,7 @@ func ConnectExternal(ctx context.Context, urls []string, name string, log *slog.
 		return nil, fmt.Errorf("broker: stream.urls is empty; stream.type nats needs the servers' URLs")
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name(name), nats.MaxReconnects(-1),
-		nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(false))
+		nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(false), AsyncErrors(log))
 	if err != nil {
 		return nil, fmt.Errorf("broker: connect to stream.urls %s: %w", strings.Join(urls, ","), err)
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/crewlet/crewlet/engine"
 )
 
@@ -23,3 +25,21 @@ func (s *slogLogger) Fatalf(format string, v ...any)  { s.l.Error(line(format, v
 func (s *slogLogger) Errorf(format string, v ...any)  { s.l.Error(line(format, v...)) }
 func (s *slogLogger) Debugf(format string, v ...any)  { s.l.Debug(line(format, v...)) }
 func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(line(format, v...), "trace", true) }
+
+// AsyncErrors logs what nats.go reports outside any call (a slow
+// consumer, a permission violation) through logger under component
+// broker. Left unset, nats.go writes these raw to stderr, which would
+// break a JSON log.
+func AsyncErrors(logger *slog.Logger) nats.Option {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	l := logger.With(engine.LogComponent, engine.ComponentBroker)
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		attrs := []any{engine.LogErr, err.Error()}
+		if sub != nil {
+			attrs = append(attrs, "subject", sub.Subject)
+		}
+		l.Warn("nats_async_error", attrs...)
+	})
+}

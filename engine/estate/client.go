@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
 )
 
 // Defaults of the client.
@@ -115,7 +116,7 @@ func Dial(o DialOptions) (*Client, error) {
 	if len(o.URLs) == 0 {
 		return nil, errors.New("estate: no broker URL to join")
 	}
-	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}
+	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), broker.AsyncErrors(o.Logger)}
 	if o.Token != "" {
 		opts = append(opts, nats.Token(o.Token))
 	}

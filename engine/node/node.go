@@ -376,6 +376,20 @@ func (n *Node) OutOfService() *engine.Refusal {
 	return nil
 }
 
+// Unready says why this node should take no traffic, nil while it
+// serves: its copy is out of service (OutOfService, the one rule the
+// estate moves calls by), or it runs in a capacity window (maintenance,
+// seal), where writes and linearizable reads — every MCP read — refuse.
+func (n *Node) Unready() *engine.Refusal {
+	if ref := n.OutOfService(); ref != nil {
+		return ref
+	}
+	if n.cfg.Mode != ModeNormal {
+		return engine.Refuse(engine.CodeMaintenance, "this node runs in mode %s, a capacity window that publishes nothing: writes and linearizable reads refuse until it runs in normal mode again.", n.cfg.Mode).With("mode", n.cfg.Mode)
+	}
+	return nil
+}
+
 // ClientURL is where nodes without data connect (stream.client.listen),
 // empty when this node's broker takes no clients from the network.
 func (n *Node) ClientURL() string { return n.broker.ClientURL() }

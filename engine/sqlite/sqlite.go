@@ -8,8 +8,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -28,6 +31,17 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
+	}
+	// SQLite creates a database 0644 less the umask, and its -wal and
+	// -shm with the database's own mode: created owner-only here first,
+	// all three are, whatever the process's umask. An empty file is an
+	// empty database.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutSeconds*1000))
