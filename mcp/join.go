@@ -197,10 +197,10 @@ func decodeToolResult(body []byte) (*mcpgo.CallToolResult, error) {
 // a position is not: the record in the way holds the op_id on the log for
 // the duplicate window, wherever it is sent.
 func movable(res *mcpgo.CallToolResult) (string, bool) {
-	if !res.IsError {
+	m, ok := tools.RefusalOf(res)
+	if !ok {
 		return "", false
 	}
-	m, _ := res.StructuredContent.(map[string]any)
 	code, _ := m["refused"].(string)
 	switch engine.Code(code) {
 	case engine.CodeBehind, engine.CodeStalled, engine.CodeBelowFloor, engine.CodeFloorUnknown,

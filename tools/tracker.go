@@ -145,7 +145,8 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
 		}
-		return Answer(res, writeText("project "+a.str("key"), res.WriteResult)), nil
+		d.explain(&res.WriteResult)
+		return Answer(res), nil
 	}
 }
 
@@ -166,12 +167,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Projects == nil {
 			res.Projects = []tracker.Project{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d projects (%s)", len(res.Projects), readHead(res.ReadInfo))
-		for _, p := range res.Projects {
-			fmt.Fprintf(&b, "\n%s %s (last item %s-%d)", p.Key, p.Name, p.Key, p.LastNumber)
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -222,7 +218,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return d.gestureFailed(ctx, NameCreateWorkItem, res, w, err), nil
 		}
-		return d.gestureAnswer(itemSubject("a work item in "+a.str("project"), res), res), nil
+		return d.gestureAnswer(res), nil
 	}
 }
 
@@ -247,12 +243,7 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Comments == nil {
 			res.Comments = []tracker.Comment{}
 		}
-		it := res.Item
-		text := fmt.Sprintf("%s [%s] %s%s, version %d (%s)", it.Key, it.Status, it.Title, assigned(it.Assignee), it.Version, readHead(res.ReadInfo))
-		if it.Description != "" {
-			text += "\n\n" + it.Description
-		}
-		return Answer(res, text), nil
+		return Answer(res), nil
 	}
 }
 
@@ -301,15 +292,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Items == nil {
 			res.Items = []tracker.WorkItem{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d work items (%s)", len(res.Items), readHead(res.ReadInfo))
-		if res.NextCursor != "" {
-			fmt.Fprintf(&b, "; more: pass cursor %q", res.NextCursor)
-		}
-		for _, it := range res.Items {
-			fmt.Fprintf(&b, "\n%s [%s] %s%s", it.Key, it.Status, it.Title, assigned(it.Assignee))
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -386,7 +369,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return d.gestureFailed(ctx, NameUpdateWorkItem, res, w, err), nil
 		}
-		return d.gestureAnswer(itemSubject(a.str("key"), res), res), nil
+		return d.gestureAnswer(res), nil
 	}
 }
 
@@ -416,13 +399,6 @@ func opOf(res engine.WriteResult, w engine.WriteOptions) string {
 		return res.OpID
 	}
 	return w.OpID
-}
-
-func assigned(who string) string {
-	if who == "" {
-		return ""
-	}
-	return " @" + who
 }
 
 // Project keys are 2 to 10 upper-case letters and digits starting with a

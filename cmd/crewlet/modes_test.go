@@ -78,8 +78,7 @@ func TestServeModes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				obj, _ := res.StructuredContent.(map[string]any)
-				if !res.IsError || obj["refused"] != "maintenance" {
+				if !res.IsError || resultObject(res)["refused"] != "maintenance" {
 					t.Fatalf("%s in %s: %s", name, mode, resultText(res))
 				}
 			}
