@@ -192,6 +192,8 @@ var badInput = []struct {
 	{"malformed key", tools.NameGetWorkItem, map[string]any{"key": "eng-x"}},
 	{"level argument", tools.NameGetWorkItem, map[string]any{"key": "ENG-1", "level": "stale"}},
 	{"if_match a string", tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "if_match": "3", "title": "x"}},
+	{"NUL in a query", tools.NameSearchWorkItems, map[string]any{"query": "login\x00page"}},
+	{"line break in a title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "two\nlines"}},
 }
 
 func checkBadInput(t *testing.T, c *client.Client, f *fakeTracker) {

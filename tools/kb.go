@@ -101,7 +101,7 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "key", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: spaceKeyDesc},
 		{name: "if_match", kind: kindInteger, min: 1, desc: "The space's version you read (list_spaces); refused stale if it changed."},
 		{name: "name", kind: kindString, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "New display name."},
-		{name: "page_template", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
+		{name: "page_template", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
 		{name: "editing", kind: kindString, enum: kb.EditingValues, desc: "" + editingDesc},
 	})
 	tool := newTool(NameUpdateSpace,
@@ -134,7 +134,7 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "space", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the space the page belongs to (for example DOCS); list_spaces lists them."},
 		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "The page's title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown body; empty: the space's page_template."},
+		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "Markdown body; empty: the space's page_template."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Id of the page (same space) to file it under; empty: top level."},
 	})
 	tool := newTool(NameCreatePage,
@@ -210,7 +210,7 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc},
 		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The page's version you decided against (get_page answers it). If the page changed since, the update is refused stale: read it again and decide again."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "New title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
+		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move the page and its subtree under this page of the same space; empty: to the top."},
 	})
 	tool := newTool(NameUpdatePage,
@@ -311,5 +311,5 @@ func checkSpaceKey(arg, key string) *engine.Refusal {
 	if validProjectKey(key) {
 		return nil
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q, which is not a space key: use 2 to 10 upper-case letters and digits starting with a letter, like DOCS (list_spaces lists them).", arg, key)
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s, which is not a space key: use 2 to 10 upper-case letters and digits starting with a letter, like DOCS (list_spaces lists them).", arg, quote(key))
 }

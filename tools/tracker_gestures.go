@@ -65,7 +65,7 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // seat cannot sign for someone else.
 func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam,
-		{name: "body", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
+		{name: "body", kind: kindString, required: true, nonEmpty: true, long: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
 	if d.Surface != Seat {
 		params = append(params, param{name: "author", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Who writes it; default operator."})
 	}
