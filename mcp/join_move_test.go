@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -19,9 +20,11 @@ type scriptedEstate struct {
 	order   []string
 	answers map[string]*mcpgo.CallToolResult
 	asked   []string
+	bodies  [][]byte
 }
 
-func (e *scriptedEstate) Call(_ context.Context, _ []byte, exclude ...string) (estate.Reply, error) {
+func (e *scriptedEstate) Call(_ context.Context, body []byte, exclude ...string) (estate.Reply, error) {
+	e.bodies = append(e.bodies, body)
 	for _, n := range e.order {
 		if slices.Contains(exclude, n) {
 			continue
@@ -86,5 +89,49 @@ func TestJoinedCallMovesOnlyOnRefusalsAboutTheNode(t *testing.T) {
 				t.Errorf("refused %q, want %q: %s", code, c.wantCode, textOf(res))
 			}
 		})
+	}
+}
+
+// TestJoinedCallForwardsTheBytesItGot: the joined forwarder sends the
+// arguments' bytes as the caller sent them (text that is not UTF-8 and a
+// lone surrogate escape reach the data node's check, not U+FFFD), adding
+// an op_id it mints where the caller brought none, or null.
+func TestJoinedCallForwardsTheBytesItGot(t *testing.T) {
+	var tool mcpgo.Tool
+	for _, d := range tools.Definitions(tools.Operator) {
+		if d.Name == tools.NameCreateProject {
+			tool = d
+		}
+	}
+	for _, raw := range []string{
+		`{"key":"ENG","name":"a` + "\xff" + `b\ud800c"}`,
+		`{"key":"ENG","name":"a` + "\xff" + `b\ud800c","op_id":null}`,
+	} {
+		es := &scriptedEstate{order: []string{"n1"}, answers: map[string]*mcpgo.CallToolResult{"n1": tools.Answer(map[string]any{"outcome": "applied"})}}
+		h := joinForward(es, tool, JoinOptions{AttemptTimeout: DefaultAttemptTimeout}, testLogger(t))
+		var req mcpgo.CallToolRequest
+		req.Params.Name = tools.NameCreateProject
+		req.Params.RawArguments = json.RawMessage(raw)
+		if _, err := h(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if len(es.bodies) != 1 {
+			t.Fatalf("%d calls sent", len(es.bodies))
+		}
+		body := string(es.bodies[0])
+		if !strings.Contains(body, `"name":"a`+"\xff"+`b\ud800c"`) {
+			t.Errorf("the name's bytes changed on the way: %q", body)
+		}
+		var sent struct {
+			Params struct {
+				Arguments map[string]any `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(es.bodies[0], &sent); err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := sent.Params.Arguments["op_id"].(string); id == "" {
+			t.Errorf("no op_id minted: %q", body)
+		}
 	}
 }
