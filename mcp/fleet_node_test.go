@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"strings"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -70,9 +69,6 @@ func TestRetentionStatusTool(t *testing.T) {
 	domains, _ := nodes[0].(map[string]any)["domains"].([]any)
 	if nodes[0].(map[string]any)["node"] != "n1" || len(domains) != 2 {
 		t.Fatalf("retention_status names %v", nodes[0])
-	}
-	if txt := textOf(res); !strings.Contains(txt, "APPLIED_THROUGH") || !strings.Contains(txt, "level: stale") {
-		t.Fatalf("retention_status text: %s", txt)
 	}
 	if res := callTool(t, c, tools.NameRetentionStatus, map[string]any{"level": "linearizable"}); !res.IsError {
 		t.Fatalf("retention_status took a level argument: %s", textOf(res))

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,12 +89,16 @@ func joinForward(es Estate, t mcpgo.Tool, o JoinOptions, logger *slog.Logger) se
 			return tools.Refused(engine.Refuse(engine.CodeInvalidArgument, "the arguments are not a JSON object (%v); send the tool's arguments as an object.", err)), nil
 		}
 		if takesOpID {
-			if _, given := args["op_id"]; !given {
+			if v, given := args["op_id"]; !given || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 				u, err := ledger.NewV7At(time.Now())
 				if err != nil {
 					return tools.Internal(), nil
 				}
-				args["op_id"] = u.String()
+				id, err := json.Marshal(u.String())
+				if err != nil {
+					return tools.Internal(), nil
+				}
+				args["op_id"] = id
 			}
 		}
 		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -133,7 +138,7 @@ func joinForward(es Estate, t mcpgo.Tool, o JoinOptions, logger *slog.Logger) se
 			res, err := decodeToolResult(reply.Body)
 			if err != nil {
 				logger.ErrorContext(ctx, "estate_answer_unreadable", "tool", req.Params.Name, "data_node", reply.Node, engine.LogErr, err.Error())
-				return tools.Refused(engine.Refuse(engine.CodeInternal, "data node %s answered something that is not a tool result (%v). A write may have landed there: read the object to see, and repeat a write with its op_id %v.", reply.Node, err, args["op_id"])), nil
+				return tools.Refused(engine.Refuse(engine.CodeInternal, "data node %s answered something that is not a tool result (%v). A write may have landed there: read the object to see, and repeat a write with its op_id %s.", reply.Node, err, args["op_id"])), nil
 			}
 			res.Meta = mcpgo.NewMetaFromMap(map[string]any{MetaDataNode: reply.Node})
 			if code, ok := movable(res); ok {
@@ -151,10 +156,12 @@ func joinForward(es Estate, t mcpgo.Tool, o JoinOptions, logger *slog.Logger) se
 	}
 }
 
-// callArguments are the call's arguments as an object (the bytes off the
-// wire where kept).
-func callArguments(req mcpgo.CallToolRequest) (map[string]any, error) {
-	args := map[string]any{}
+// callArguments are the call's arguments as an object of raw values: the
+// bytes off the wire where kept, so the data node checks the text the
+// caller sent (decoding to Go strings would turn bytes that are not UTF-8,
+// and lone surrogate escapes, into U+FFFD before any check saw them).
+func callArguments(req mcpgo.CallToolRequest) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
 	if raw := req.Params.RawArguments; len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return nil, err
@@ -163,7 +170,11 @@ func callArguments(req mcpgo.CallToolRequest) (map[string]any, error) {
 	}
 	if m, ok := req.Params.Arguments.(map[string]any); ok {
 		for k, v := range m {
-			args[k] = v
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			args[k] = b
 		}
 	}
 	return args, nil
@@ -197,10 +208,10 @@ func decodeToolResult(body []byte) (*mcpgo.CallToolResult, error) {
 // a position is not: the record in the way holds the op_id on the log for
 // the duplicate window, wherever it is sent.
 func movable(res *mcpgo.CallToolResult) (string, bool) {
-	if !res.IsError {
+	m, ok := tools.RefusalOf(res)
+	if !ok {
 		return "", false
 	}
-	m, _ := res.StructuredContent.(map[string]any)
 	code, _ := m["refused"].(string)
 	switch engine.Code(code) {
 	case engine.CodeBehind, engine.CodeStalled, engine.CodeBelowFloor, engine.CodeFloorUnknown,

@@ -21,7 +21,7 @@ const (
 const seatInstructions = "Crewlet is a replicated work tracker. You call its tools inside a turn: reads see every write made before them and the change that woke you. " +
 	"Writes need no op_id: a re-run of this turn that repeats the same call with exactly the same arguments writes nothing twice; a call you word differently is a new write. " +
 	"Every write answers an outcome: applied; pending (durable, do not retry); unknown (repeat exactly the same call). " +
-	"A refusal is a result with isError and a structured object {refused, message, retry_after_seconds?}: do what the message says."
+	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
 // NewSeatServer builds the seat MCP server: the seat toolset, whose ids
 // derive from the unit of work in units.

@@ -19,7 +19,7 @@ const ServerName = "crewlet"
 
 const instructions = "Crewlet is a replicated work tracker. Reads answer at linearizable: they see every write acknowledged before them. " +
 	"Every write answers an op_id and an outcome: applied; pending (durable, do not retry); unknown (call again with the same arguments and that op_id). " +
-	"A refusal is a result with isError and a structured object {refused, message, retry_after_seconds?}: do what the message says."
+	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
 // NewServer builds the operator/assistant MCP server over a tracker: the
 // operator toolset, with recovery (a panicking handler answers internal

@@ -22,6 +22,7 @@ type fakeTracker struct {
 	lastP    tracker.ItemPatch
 	ifMatch  uint64
 	outcome  engine.Outcome
+	message  string // the service's sentence on a pending or unknown write
 	fail     error
 	projects map[string]tracker.Project
 	// Gestures (fake_more_test.go).
@@ -48,7 +49,7 @@ func (f *fakeTracker) result(opID string) engine.WriteResult {
 	if out == "" {
 		out = engine.Applied
 	}
-	w := engine.WriteResult{OpID: opID, Outcome: out}
+	w := engine.WriteResult{OpID: opID, Outcome: out, Message: f.message}
 	switch out {
 	case engine.Applied:
 		w.Position = fakePos.Token()

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -58,11 +57,7 @@ func RetentionStatus(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
 		}
-		var b strings.Builder
-		if err := a.WriteTable(&b); err != nil {
-			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
-		}
-		return Answer(a, b.String()), nil
+		return Answer(a), nil
 	}
 }
 
@@ -99,8 +94,9 @@ func nodeGateTool(d Deps, name, title, desc string, destructive bool, run func(c
 			return engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", name)
 		}
 		return nil
-	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := run(ctx, w, a.str("node"))
-		return res.WriteResult, res, writeText(name+" "+a.str("node"), res.WriteResult), err
+		d.explain(&res.WriteResult)
+		return res.WriteResult, res, err
 	})
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // writeRun runs one write tool's call: it returns the answer's write
-// header (for the op_id a refusal names), the answer and its text.
-type writeRun func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error)
+// header (for the op_id a refusal names) and the answer, its message
+// explained (Deps.explain).
+type writeRun func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error)
 
 // writeHandler is the shape every write tool's handler shares: parse the
 // arguments strictly, check them (check may be nil), derive this
@@ -30,10 +31,10 @@ func (d Deps) writeHandler(name string, params []param, check func(args) *engine
 		if err != nil {
 			return Failed(ctx, d.logger(), name, "", err), nil
 		}
-		head, res, text, err := run(ctx, w, a)
+		head, res, err := run(ctx, w, a)
 		if err != nil {
 			return Failed(ctx, d.logger(), name, opOf(head, w), err), nil
 		}
-		return Answer(res, text), nil
+		return Answer(res), nil
 	}
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -72,12 +71,7 @@ func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Spaces == nil {
 			res.Spaces = []kb.Space{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d spaces (%s)", len(res.Spaces), readHead(res.ReadInfo))
-		for _, s := range res.Spaces {
-			fmt.Fprintf(&b, "\n%s %s (%d pages, %s, version %d)", s.Key, s.Name, s.Pages, s.Editing, s.Version)
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -94,9 +88,10 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		writeAnnotations("Create space", true),
 		outputSchema[kb.SpaceWrite]())
 	return tool, d.writeHandler(NameCreateSpace, params, func(a args) *engine.Refusal { return checkSpaceKey("key", a.str("key")) },
-		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 			res, err := d.KB.CreateSpace(ctx, w, a.str("key"), a.str("name"))
-			return res.WriteResult, res, writeText("space "+a.str("key"), res.WriteResult), err
+			d.explain(&res.WriteResult)
+			return res.WriteResult, res, err
 		})
 }
 
@@ -106,7 +101,7 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "key", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: spaceKeyDesc},
 		{name: "if_match", kind: kindInteger, min: 1, desc: "The space's version you read (list_spaces); refused stale if it changed."},
 		{name: "name", kind: kindString, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "New display name."},
-		{name: "page_template", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
+		{name: "page_template", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
 		{name: "editing", kind: kindString, enum: kb.EditingValues, desc: "" + editingDesc},
 	})
 	tool := newTool(NameUpdateSpace,
@@ -123,17 +118,14 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of name, page_template, editing.")
 		}
 		return nil
-	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.KB.UpdateSpace(ctx, w, a.str("key"), a.uint("if_match"), kb.SpacePatch{
 			Name:         a.strPtr("name"),
 			PageTemplate: a.strPtr("page_template"),
 			Editing:      a.strPtr("editing"),
 		})
-		subject := "space " + a.str("key")
-		if res.Space != nil {
-			subject = fmt.Sprintf("space %s (version %d, %s)", res.Space.Key, res.Space.Version, res.Space.Editing)
-		}
-		return res.WriteResult, res, writeText(subject, res.WriteResult), err
+		d.explain(&res.WriteResult)
+		return res.WriteResult, res, err
 	})
 }
 
@@ -142,7 +134,7 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "space", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the space the page belongs to (for example DOCS); list_spaces lists them."},
 		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "The page's title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "Markdown body; empty: the space's page_template."},
+		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "Markdown body; empty: the space's page_template."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Id of the page (same space) to file it under; empty: top level."},
 	})
 	tool := newTool(NameCreatePage,
@@ -152,13 +144,10 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		writeAnnotations("Create page", false),
 		outputSchema[kb.PageWrite]())
 	return tool, d.writeHandler(NameCreatePage, params, func(a args) *engine.Refusal { return checkSpaceKey("space", a.str("space")) },
-		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 			res, err := d.KB.CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
-			subject := "a page in " + a.str("space")
-			if res.Page != nil {
-				subject = fmt.Sprintf("page %s %q (version %d)", res.Page.ID, res.Page.Title, res.Page.Version)
-			}
-			return res.WriteResult, res, writeText(subject, res.WriteResult), err
+			d.explain(&res.WriteResult)
+			return res.WriteResult, res, err
 		})
 }
 
@@ -177,12 +166,7 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetPage, "", err), nil
 		}
-		p := res.Page
-		text := fmt.Sprintf("%s %q in %s%s, version %d (%s)", p.ID, p.Title, p.Space, under(p.Parent), p.Version, readHead(res.ReadInfo))
-		if p.Body != "" {
-			text += "\n\n" + p.Body
-		}
-		return Answer(res, text), nil
+		return Answer(res), nil
 	}
 }
 
@@ -216,15 +200,7 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Pages == nil {
 			res.Pages = []kb.PageSummary{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d pages (%s)", len(res.Pages), readHead(res.ReadInfo))
-		if res.NextCursor != "" {
-			fmt.Fprintf(&b, "; more: pass cursor %q", res.NextCursor)
-		}
-		for _, p := range res.Pages {
-			fmt.Fprintf(&b, "\n%s %q%s, %d children", p.ID, p.Title, under(p.Parent), p.Children)
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -234,7 +210,7 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc},
 		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The page's version you decided against (get_page answers it). If the page changed since, the update is refused stale: read it again and decide again."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "New title."},
-		{name: "body", kind: kindString, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
+		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move the page and its subtree under this page of the same space; empty: to the top."},
 	})
 	tool := newTool(NameUpdatePage,
@@ -251,21 +227,14 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of title, body, parent.")
 		}
 		return nil
-	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, string, error) {
+	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.KB.UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
 			Title:  a.strPtr("title"),
 			Body:   a.strPtr("body"),
 			Parent: a.strPtr("parent"),
 		})
-		subject := "page " + a.str("id")
-		if res.Page != nil {
-			subject = fmt.Sprintf("page %s (version %d)", res.Page.ID, res.Page.Version)
-		}
-		text := writeText(subject, res.WriteResult)
-		if res.Outcome == engine.Applied && res.Message != "" {
-			text += ": " + res.Message
-		}
-		return res.WriteResult, res, text, err
+		d.explain(&res.WriteResult)
+		return res.WriteResult, res, err
 	})
 }
 
@@ -298,12 +267,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Hits == nil {
 			res.Hits = []kb.Hit{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d hits (%s)", len(res.Hits), readHead(res.ReadInfo))
-		for _, h := range res.Hits {
-			fmt.Fprintf(&b, "\n%s %q in %s: %s", h.ID, h.Title, h.Space, h.Snippet)
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -336,23 +300,9 @@ func PurgePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NamePurgePage, opOf(res.WriteResult, w), err), nil
 		}
-		text := writeText("purge of page "+a.str("id"), res.WriteResult)
-		if res.Outcome == engine.Applied {
-			where := "at the top of " + res.Space
-			if res.RefiledTo != "" {
-				where = "under " + res.RefiledTo
-			}
-			text += fmt.Sprintf("; %d children re-filed %s", len(res.Refiled), where)
-		}
-		return Answer(res, text), nil
+		d.explain(&res.WriteResult)
+		return Answer(res), nil
 	}
-}
-
-func under(parent string) string {
-	if parent == "" {
-		return ""
-	}
-	return " under " + parent
 }
 
 // checkSpaceKey refuses a space key that is not 2 to 10 upper-case letters
@@ -361,5 +311,5 @@ func checkSpaceKey(arg, key string) *engine.Refusal {
 	if validProjectKey(key) {
 		return nil
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q, which is not a space key: use 2 to 10 upper-case letters and digits starting with a letter, like DOCS (list_spaces lists them).", arg, key)
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s, which is not a space key: use 2 to 10 upper-case letters and digits starting with a letter, like DOCS (list_spaces lists them).", arg, quote(key))
 }

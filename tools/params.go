@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -46,11 +45,16 @@ type param struct {
 	kind     kind
 	required bool
 	desc     string
-	// Strings: maxBytes bounds the UTF-8 length (0: no bound); nonEmpty
-	// refuses ""; enum restricts the value.
+	// Strings: maxBytes bounds the UTF-8 length and every string has one
+	// (TestEveryTextArgumentIsBounded), stated in the schema as maxLength
+	// so a model sees it; nonEmpty refuses ""; enum restricts the value;
+	// long marks text that may span lines (descriptions, bodies,
+	// comments), where line breaks and tabs are allowed. Every string is
+	// checked in one place (checkText).
 	maxBytes int
 	nonEmpty bool
 	enum     []string
+	long     bool
 	// Integers: the inclusive range.
 	min, max int64
 	// Lists: maxItems bounds the length; maxBytes, nonEmpty and enum apply
@@ -154,9 +158,9 @@ func parseArgs(req mcp.CallToolRequest, params []param) (args, *engine.Refusal) 
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		if len(params) == 0 {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %q: this tool takes no arguments. Call it with none.", unknown[0])
+			return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s: this tool takes no arguments. Call it with none.", quote(unknown[0]))
 		}
-		return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %q. This tool takes %s; remove %q and call again.", unknown[0], names(params), unknown[0])
+		return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s. This tool takes %s; remove %s and call again.", quote(unknown[0]), names(params), quote(unknown[0]))
 	}
 
 	out := args{}
@@ -180,21 +184,21 @@ func parseArgs(req mcp.CallToolRequest, params []param) (args, *engine.Refusal) 
 func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 	switch p.kind {
 	case kindString:
+		if jsonType(v) != "a string" {
+			return nil, wrongType(p, v)
+		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			return nil, wrongType(p, v)
 		}
+		if r := checkText(p, v, s); r != nil {
+			return nil, r
+		}
 		if p.nonEmpty && strings.TrimSpace(s) == "" {
 			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q must not be empty: %s", p.name, p.desc)
 		}
-		if !utf8.ValidString(s) {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is not valid UTF-8 text. Pass it as plain text.", p.name)
-		}
-		if p.maxBytes > 0 && len(s) > p.maxBytes {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %d bytes; at most %d are allowed. Shorten it and call again.", p.name, len(s), p.maxBytes)
-		}
 		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q; it must be one of %s.", p.name, s, strings.Join(p.enum, ", "))
+			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be one of %s.", p.name, quote(s), strings.Join(p.enum, ", "))
 		}
 		return s, nil
 	case kindInteger:

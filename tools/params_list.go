@@ -14,6 +14,9 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
+// maxEdgeKind bounds an edge's kind before the enum check names it.
+const maxEdgeKind = 32
+
 // listSchema is the schema of a list argument's items and its length.
 func listSchema(p param) []mcp.PropertyOption {
 	var po []mcp.PropertyOption
@@ -27,15 +30,17 @@ func listSchema(p param) []mcp.PropertyOption {
 		}
 		return append(po, mcp.Items(map[string]any{
 			"type":                 "object",
-			"properties":           map[string]any{"kind": kindSchema, "key": map[string]any{"type": "string"}},
+			"properties":           map[string]any{"kind": kindSchema, "key": map[string]any{"type": "string", "maxLength": maxItemKey}},
 			"required":             []string{"kind", "key"},
 			"additionalProperties": false,
 		}))
 	}
-	// Each string's length bound is left to the parser (whose refusal
-	// names the item): stated on every list it cost the seat catalogue
-	// more than it told a caller.
+	// Each string's length bound is stated, as on every text argument:
+	// a model reads the schema, not the parser.
 	item := map[string]any{"type": "string"}
+	if p.maxBytes > 0 {
+		item["maxLength"] = p.maxBytes
+	}
 	if len(p.enum) > 0 {
 		item["enum"] = p.enum
 	}
@@ -109,7 +114,7 @@ func parseEdge(p param, i int, raw json.RawMessage) (tracker.Edge, *engine.Refus
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return tracker.Edge{}, engine.Refuse(engine.CodeInvalidArgument, "Argument %q has the unknown field %q; an edge is {\"kind\": ..., \"key\": ...}. Remove it and call again.", name, extra[0])
+		return tracker.Edge{}, engine.Refuse(engine.CodeInvalidArgument, "Argument %q has the unknown field %s; an edge is {\"kind\": ..., \"key\": ...}. Remove it and call again.", name, quote(extra[0]))
 	}
 	var e tracker.Edge
 	for _, f := range []string{"kind", "key"} {
@@ -119,16 +124,16 @@ func parseEdge(p param, i int, raw json.RawMessage) (tracker.Edge, *engine.Refus
 		}
 	}
 	kindName, keyName := name+".kind", name+".key"
-	k, r := parseItemString(param{desc: p.desc, nonEmpty: true}, kindName, fields["kind"], p.enum)
+	k, r := parseItemString(param{desc: p.desc, nonEmpty: true, maxBytes: maxEdgeKind}, kindName, fields["kind"], p.enum)
 	if r != nil {
 		return e, r
 	}
-	key, r := parseItemString(param{desc: p.desc, itemKeys: true}, keyName, fields["key"], nil)
+	key, r := parseItemString(param{desc: p.desc, itemKeys: true, maxBytes: maxItemKey}, keyName, fields["key"], nil)
 	if r != nil {
 		return e, r
 	}
 	if len(p.enum) > 0 && !slices.Contains(p.enum, k) {
-		return e, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q; it must be one of %s.", kindName, k, strings.Join(p.enum, ", "))
+		return e, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be one of %s.", kindName, quote(k), strings.Join(p.enum, ", "))
 	}
 	return tracker.Edge{Kind: k, Key: key}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/internal/mcptest"
 )
 
 func operatorTools(t *testing.T, f *fakeTracker, logger *slog.Logger) map[string]server.ServerTool {
@@ -46,7 +47,21 @@ func call(t *testing.T, tools map[string]server.ServerTool, name, argsJSON strin
 	if err != nil {
 		t.Fatalf("%s returned a Go error (would be a JSON-RPC error): %v", name, err)
 	}
+	checkResult(t, st.Tool, res)
 	return res
+}
+
+// checkResult checks a result as an SDK client would see it: a success's
+// structured content validates against the tool's output schema, and
+// either kind reads as structured says.
+func checkResult(t *testing.T, tool mcp.Tool, res *mcp.CallToolResult) {
+	t.Helper()
+	if !res.IsError {
+		if err := mcptest.CheckStructured(tool, res.StructuredContent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	structured(t, res)
 }
 
 func mustJSON(v any) string {
@@ -57,13 +72,47 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// structured is a result's JSON object, checked against the wire form
+// (result.go): a success's structured content, whose text is the same
+// object as JSON; a refusal's object, read with RefusalOf from its text,
+// with no structured content beside it.
 func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	t.Helper()
-	var m map[string]any
+	if res.IsError {
+		if res.StructuredContent != nil {
+			t.Fatalf("an error result carries structured content (the TypeScript SDK 1.x would validate it): %s", mustJSON(res.StructuredContent))
+		}
+		m, ok := RefusalOf(res)
+		if !ok {
+			t.Fatalf("an error result whose text is no refusal object: %q", text(res))
+		}
+		if msg, _ := m["message"].(string); msg == "" {
+			t.Fatalf("a refusal without a message: %v", m)
+		}
+		if len(res.Content) != 1 {
+			t.Fatalf("a refusal has %d contents, want its one text", len(res.Content))
+		}
+		return m
+	}
+	var m, fromText map[string]any
 	if err := json.Unmarshal([]byte(mustJSON(res.StructuredContent)), &m); err != nil {
 		t.Fatalf("structured content is not a JSON object: %v", err)
 	}
+	if err := json.Unmarshal([]byte(text(res)), &fromText); err != nil {
+		t.Fatalf("the text of a success is not its JSON object: %v: %q", err, text(res))
+	}
+	if !reflect.DeepEqual(m, fromText) {
+		t.Fatalf("the text is not the structured content:\n text %s\n structured %s", text(res), mustJSON(res.StructuredContent))
+	}
 	return m
+}
+
+// message is what a result says to do: a refusal's message, or a write
+// answer's message field.
+func message(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	msg, _ := structured(t, res)["message"].(string)
+	return msg
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -247,9 +296,6 @@ func TestBadArgumentsAreInvalidArgumentResultsBeforeTheService(t *testing.T) {
 			if !strings.Contains(msg, c.mention) {
 				t.Errorf("message %q does not mention %s", msg, c.mention)
 			}
-			if text(res) != msg {
-				t.Errorf("text %q is not the message %q", text(res), msg)
-			}
 			if len(f.calls) != 0 {
 				t.Errorf("the service was called: %v", f.calls)
 			}
@@ -282,8 +328,8 @@ func TestArgumentsReachTheService(t *testing.T) {
 	if m["outcome"] != "applied" || m["position"] != "CREWLET_TRACKER_LOG@1:42" || m["op_id"] == "" {
 		t.Errorf("answer %v", m)
 	}
-	if got := text(res); !strings.HasPrefix(got, "applied ENG-1 (version 42) at CREWLET_TRACKER_LOG@1:42 (op ") {
-		t.Errorf("text %q", got)
+	if item, _ := m["item"].(map[string]any); item["key"] != "ENG-1" || item["version"] != float64(42) {
+		t.Errorf("item %v", m["item"])
 	}
 
 	// if_match above 2^53 survives: arguments are read from the wire bytes.
@@ -364,22 +410,37 @@ func TestInternalErrorIsLoggedNotLeaked(t *testing.T) {
 	}
 }
 
-func TestOutcomeTexts(t *testing.T) {
+// TestOutcomeMessages: a pending or unknown answer says what to do in
+// its message field even where the service gave no sentence, so a host
+// passing only the text (the answer's JSON) to the model loses nothing.
+func TestOutcomeMessages(t *testing.T) {
 	f := &fakeTracker{outcome: engine.Pending}
 	res := call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering"}`)
-	if res.IsError || !strings.Contains(text(res), "do not retry") || !strings.HasPrefix(text(res), "pending project ENG at CREWLET_TRACKER_LOG@1:42") {
-		t.Errorf("pending text %q", text(res))
+	if msg := message(t, res); res.IsError || !strings.Contains(msg, "Do not retry") || !strings.Contains(msg, "3 records behind") {
+		t.Errorf("pending message %q", msg)
 	}
-	if m := structured(t, res); m["outcome"] != "pending" || m["lag"] == nil {
+	if m := structured(t, res); m["outcome"] != "pending" || m["lag"] == nil || m["position"] != "CREWLET_TRACKER_LOG@1:42" {
 		t.Errorf("pending answer %v", m)
 	}
 	f = &fakeTracker{outcome: engine.Unknown}
-	res = call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering"}`)
-	if res.IsError || !strings.Contains(text(res), "retry with op_id") {
-		t.Errorf("unknown text %q", text(res))
+	res = call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering","op_id":"01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f"}`)
+	if msg := message(t, res); res.IsError || !strings.Contains(msg, "Retry with op_id 01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f") {
+		t.Errorf("unknown message %q", msg)
 	}
 	if m := structured(t, res); m["outcome"] != "unknown" || m["position"] != nil {
 		t.Errorf("unknown answer %v", m)
+	}
+	// A seat brings no op_id: it is told to repeat the call.
+	f = &fakeTracker{outcome: engine.Unknown}
+	res = seatCall(t, seatTools(t, f)[NameCreateProject], `{"key":"ENG","name":"Engineering"}`)
+	if msg := message(t, res); !strings.Contains(msg, "Repeat exactly the same call") || strings.Contains(msg, "op_id") {
+		t.Errorf("seat unknown message %q", msg)
+	}
+	// The service's own sentence is kept.
+	f = &fakeTracker{outcome: engine.Pending, message: "The service's own words."}
+	res = call(t, operatorTools(t, f, nil), NameCreateProject, `{"key":"ENG","name":"Engineering"}`)
+	if msg := message(t, res); msg != "The service's own words." {
+		t.Errorf("service message replaced: %q", msg)
 	}
 }
 
@@ -400,8 +461,7 @@ func TestRetryableWriteRefusalCarriesOpID(t *testing.T) {
 // TestMaintenanceSaysWhatAnMCPCallerCanDo: the engine's maintenance
 // refusal of a linearizable read points at other read levels, which no
 // MCP caller can choose; the tool result says instead that writes and
-// linearizable reads wait for normal mode, in text and structured alike,
-// and keeps the code.
+// linearizable reads wait for normal mode, and keeps the code.
 func TestMaintenanceSaysWhatAnMCPCallerCanDo(t *testing.T) {
 	engineSays := "this node runs in a capacity window (maintenance or seal) that publishes nothing, and a linearizable read proves the log's end by appending a barrier to it. Ask again once the fleet is back in normal mode, or read at stale or consistent_prefix, which append nothing."
 	for _, name := range []string{NameGetWorkItem, NameUpdateWorkItem} {
@@ -411,9 +471,9 @@ func TestMaintenanceSaysWhatAnMCPCallerCanDo(t *testing.T) {
 			args = `{"key":"ENG-1","if_match":3,"title":"x"}`
 		}
 		res := call(t, operatorTools(t, f, nil), name, args)
-		m := structured(t, res)
+		m, isRefusal := RefusalOf(res)
 		msg, _ := m["message"].(string)
-		if !res.IsError || m["refused"] != "maintenance" || msg != text(res) {
+		if !res.IsError || !isRefusal || m["refused"] != "maintenance" || msg == "" {
 			t.Fatalf("%s: %v | %s", name, m, text(res))
 		}
 		for _, level := range []string{"stale", "consistent_prefix", "read_level"} {

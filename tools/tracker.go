@@ -145,7 +145,8 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
 		}
-		return Answer(res, writeText("project "+a.str("key"), res.WriteResult)), nil
+		d.explain(&res.WriteResult)
+		return Answer(res), nil
 	}
 }
 
@@ -166,12 +167,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Projects == nil {
 			res.Projects = []tracker.Project{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d projects (%s)", len(res.Projects), readHead(res.ReadInfo))
-		for _, p := range res.Projects {
-			fmt.Fprintf(&b, "\n%s %s (last item %s-%d)", p.Key, p.Name, p.Key, p.LastNumber)
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -181,7 +177,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Project key (ENG); list_projects lists them."},
 		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "One-line title."},
-		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "Markdown."},
+		{name: "description", kind: kindString, long: true, maxBytes: tracker.MaxDescriptionBytes, desc: "Markdown."},
 		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Default open."},
 		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "" + assigneeDesc},
 		tagsParam("tags", "Labels."),
@@ -222,13 +218,13 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return d.gestureFailed(ctx, NameCreateWorkItem, res, w, err), nil
 		}
-		return d.gestureAnswer(itemSubject("a work item in "+a.str("project"), res), res), nil
+		return d.gestureAnswer(res), nil
 	}
 }
 
 // GetWorkItem is get_work_item {key}.
 func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := []param{{name: "key", kind: kindString, required: true, nonEmpty: true, desc: itemKeyDesc}}
+	params := []param{keyParam}
 	tool := newTool(NameGetWorkItem,
 		"Get a work item by key: its fields, tags, watchers, edges, parent, version (the if_match of update_work_item) and latest comments, with the read level and log position it stands at.",
 		params, readAnnotations("Get work item"), outputSchema[tracker.ItemRead]())
@@ -247,12 +243,7 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Comments == nil {
 			res.Comments = []tracker.Comment{}
 		}
-		it := res.Item
-		text := fmt.Sprintf("%s [%s] %s%s, version %d (%s)", it.Key, it.Status, it.Title, assigned(it.Assignee), it.Version, readHead(res.ReadInfo))
-		if it.Description != "" {
-			text += "\n\n" + it.Description
-		}
-		return Answer(res, text), nil
+		return Answer(res), nil
 	}
 }
 
@@ -301,15 +292,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Items == nil {
 			res.Items = []tracker.WorkItem{}
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d work items (%s)", len(res.Items), readHead(res.ReadInfo))
-		if res.NextCursor != "" {
-			fmt.Fprintf(&b, "; more: pass cursor %q", res.NextCursor)
-		}
-		for _, it := range res.Items {
-			fmt.Fprintf(&b, "\n%s [%s] %s%s", it.Key, it.Status, it.Title, assigned(it.Assignee))
-		}
-		return Answer(res, b.String()), nil
+		return Answer(res), nil
 	}
 }
 
@@ -325,10 +308,10 @@ var updateFields = []string{"title", "description", "status", "assignee", "paren
 func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	relationKinds := []string{tracker.EdgeRelatesTo, tracker.EdgeDuplicates}
 	params := d.withOpID([]param{
-		{name: "key", kind: kindString, required: true, nonEmpty: true, desc: itemKeyDesc},
+		keyParam,
 		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The version you read (get_work_item). If the item changed since, it is refused stale: read again, decide again."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "New title."},
-		{name: "description", kind: kindString, maxBytes: tracker.MaxDescriptionBytes, desc: "New Markdown; empty clears it."},
+		{name: "description", kind: kindString, long: true, maxBytes: tracker.MaxDescriptionBytes, desc: "New Markdown; empty clears it."},
 		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "New status."},
 		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "New assignee; empty unassigns."},
 		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "New parent's key; empty detaches."},
@@ -386,7 +369,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return d.gestureFailed(ctx, NameUpdateWorkItem, res, w, err), nil
 		}
-		return d.gestureAnswer(itemSubject(a.str("key"), res), res), nil
+		return d.gestureAnswer(res), nil
 	}
 }
 
@@ -418,13 +401,6 @@ func opOf(res engine.WriteResult, w engine.WriteOptions) string {
 	return w.OpID
 }
 
-func assigned(who string) string {
-	if who == "" {
-		return ""
-	}
-	return " @" + who
-}
-
 // Project keys are 2 to 10 upper-case letters and digits starting with a
 // letter, as the tracker service checks them.
 const (
@@ -441,7 +417,7 @@ func checkProjectKey(arg, key string) *engine.Refusal {
 	if validProjectKey(key) {
 		return nil
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q, which is not a project key: use 2 to 10 upper-case letters and digits starting with a letter, like ENG (list_projects lists them).", arg, key)
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s, which is not a project key: use 2 to 10 upper-case letters and digits starting with a letter, like ENG (list_projects lists them).", arg, quote(key))
 }
 
 // checkItemKey refuses a work item key not of the form <PROJECT>-<n>.
@@ -450,7 +426,7 @@ func checkItemKey(arg, key string) *engine.Refusal {
 	if i > 0 && validProjectKey(key[:i]) && validNumber(key[i+1:]) {
 		return nil
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %q, which is not a work item key: use the project key, a hyphen and the item number, like ENG-8 (list_work_items lists them).", arg, key)
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s, which is not a work item key: use the project key, a hyphen and the item number, like ENG-8 (list_work_items lists them).", arg, quote(key))
 }
 
 func validProjectKey(s string) bool {

@@ -56,7 +56,7 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return d.gestureFailed(ctx, g.name, res, w, err), nil
 		}
-		return d.gestureAnswer(itemSubject(a.str(g.keys[0]), res), res), nil
+		return d.gestureAnswer(res), nil
 	}
 }
 
@@ -65,7 +65,7 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // seat cannot sign for someone else.
 func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam,
-		{name: "body", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
+		{name: "body", kind: kindString, required: true, nonEmpty: true, long: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
 	if d.Surface != Seat {
 		params = append(params, param{name: "author", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Who writes it; default operator."})
 	}
@@ -183,7 +183,8 @@ func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if err != nil {
 			return Failed(ctx, d.logger(), NamePurgeWorkItem, opOf(res.WriteResult, w), err), nil
 		}
-		return Answer(res, writeText("purge of "+a.str("key"), res.WriteResult)), nil
+		d.explain(&res.WriteResult)
+		return Answer(res), nil
 	}
 }
 
@@ -218,10 +219,6 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if res.Hits == nil {
 			res.Hits = []tracker.SearchHit{}
 		}
-		text := fmt.Sprintf("%d hits (%s)", len(res.Hits), readHead(res.ReadInfo))
-		for _, h := range res.Hits {
-			text += fmt.Sprintf("\n%s [%s] %s: %s", h.Key, h.Status, h.Title, h.Snippet)
-		}
-		return Answer(res, text), nil
+		return Answer(res), nil
 	}
 }

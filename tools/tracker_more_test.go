@@ -140,8 +140,8 @@ func TestNewArgumentsReachTheService(t *testing.T) {
 	if res.IsError || f.lastR != (engine.ReadOptions{}) || f.lastG.query != "login page" || f.lastG.other != "ENG" || f.lastG.limit != 5 {
 		t.Fatalf("search: %+v %+v %s", f.lastR, f.lastG, text(res))
 	}
-	if got := text(res); !strings.Contains(got, "1 hits") || !strings.Contains(got, "ENG-1 [open] Fix the [login]: [login] page") {
-		t.Errorf("search text %q", got)
+	if m := structured(t, res); !strings.Contains(mustJSON(m["hits"]), `"key":"ENG-1","score":3,"snippet":"[login] page","status":"open","title":"Fix the [login]"`) {
+		t.Errorf("search answer %v", m)
 	}
 	call(t, tools, NameSearchWorkItems, `{"query":"x"}`)
 	if f.lastG.limit != tracker.DefaultSearchLimit {
@@ -176,6 +176,7 @@ func seatCall(t *testing.T, st server.ServerTool, args string) *mcp.CallToolResu
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkResult(t, st.Tool, res)
 	return res
 }
 
@@ -196,14 +197,14 @@ func TestSeatSurfaceHasNoPurgeAndSignsComments(t *testing.T) {
 	if res.IsError || f.lastG.other != "seat-7" {
 		t.Fatalf("seat comment signed %q: %s", f.lastG.other, text(res))
 	}
-	if res := seatCall(t, comment, `{"key":"ENG-1","body":"done","author":"ceo"}`); !res.IsError || !strings.Contains(text(res), `Unknown argument "author"`) {
+	if res := seatCall(t, comment, `{"key":"ENG-1","body":"done","author":"ceo"}`); !res.IsError || !strings.Contains(message(t, res), `Unknown argument "author"`) {
 		t.Errorf("a seat could sign as someone else: %s", text(res))
 	}
 	// Built for a seat anyway, purge refuses before the service.
 	t2, h := PurgeWorkItem(Deps{Tracker: f, Surface: Seat, Units: fakeUnits{}})
 	f.calls = nil
 	res = seatCall(t, server.ServerTool{Tool: t2, Handler: h}, `{"key":"ENG-1"}`)
-	if !res.IsError || len(f.calls) != 0 || !strings.Contains(text(res), "operators only") {
+	if !res.IsError || len(f.calls) != 0 || !strings.Contains(message(t, res), "operators only") {
 		t.Errorf("seat purge: %s, calls %v", text(res), f.calls)
 	}
 }
@@ -218,14 +219,15 @@ func TestGestureAnswers(t *testing.T) {
 	// Unknown mid-walk, operator: the steps, the op_id to come back with.
 	f := &fakeTracker{outcome: engine.Unknown, steps: walk}
 	res := call(t, operatorTools(t, f, nil), NameMoveWorkItem, `{"key":"ENG-1","project":"OPS","op_id":"01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f"}`)
-	got := text(res)
-	for _, want := range []string{"unknown ENG-1 (op 01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f)", "op_id 01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f", "3 steps: 2 applied 1 unknown", "\n  move ENG-2: unknown (op g.s3)"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("text lacks %q:\n%s", want, got)
-		}
-	}
-	if m := structured(t, res); res.IsError || m["outcome"] != "unknown" || len(m["steps"].([]any)) != 3 {
+	m := structured(t, res)
+	if res.IsError || m["outcome"] != "unknown" || m["op_id"] != "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f" || len(m["steps"].([]any)) != 3 {
 		t.Errorf("answer %v", m)
+	}
+	if last := m["steps"].([]any)[2].(map[string]any); last["outcome"] != "unknown" || last["op_id"] != "g.s3" || last["task"] != "ENG-2" {
+		t.Errorf("last step %v", last)
+	}
+	if msg, _ := m["message"].(string); !strings.Contains(msg, "op_id 01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f") {
+		t.Errorf("message %q does not say which op_id to come back with", msg)
 	}
 
 	// The same on the seat surface says to repeat the call.
@@ -237,16 +239,13 @@ func TestGestureAnswers(t *testing.T) {
 	// A walk stopped behind a pending step, on the seat surface.
 	f = &fakeTracker{outcome: engine.Pending, steps: []tracker.Step{{Action: "mark", Task: "ENG-1", OpID: "g.s1", Outcome: engine.Pending}}}
 	res = seatCall(t, seatTools(t, f)[NameMoveWorkItem], `{"key":"ENG-1","project":"OPS"}`)
-	if m := structured(t, res); !strings.Contains(m["message"].(string), "repeat exactly the same call") || !strings.Contains(text(res), "1 pending") {
+	if m := structured(t, res); !strings.Contains(m["message"].(string), "repeat exactly the same call") || m["outcome"] != "pending" || len(m["steps"].([]any)) != 1 {
 		t.Errorf("seat pending walk %v: %s", m["message"], text(res))
 	}
 
 	// One-sided mirrors are named.
 	f = &fakeTracker{steps: walk[:2], oneSided: []string{"ENG-4"}}
 	res = call(t, operatorTools(t, f, nil), NameUpdateWorkItem, `{"key":"ENG-1","if_match":3,"add_dependencies":["ENG-4"]}`)
-	if got := text(res); !strings.Contains(got, "one-sided") || !strings.Contains(got, "ENG-4") {
-		t.Errorf("one-sided text %q", got)
-	}
 	if m := structured(t, res); !reflect.DeepEqual(m["one_sided"], []any{"ENG-4"}) {
 		t.Errorf("one_sided %v", m["one_sided"])
 	}
@@ -255,15 +254,15 @@ func TestGestureAnswers(t *testing.T) {
 	landed := append(walk[:2:2], tracker.Step{Action: "move", Task: "ENG-2", OpID: "g.s3"})
 	f = &fakeTracker{steps: landed, gestureErr: engine.Refuse(engine.CodeNotFound, "ENG-2 is gone.")}
 	res = call(t, operatorTools(t, f, nil), NameTrashWorkItem, `{"key":"ENG-1"}`)
-	m := structured(t, res)
+	m = structured(t, res)
 	if !res.IsError || m["refused"] != "not_found" || m["op_id"] == nil || m["op_id"] == "" || len(m["steps"].([]any)) != 3 {
 		t.Fatalf("failed gesture %v", m)
 	}
 	if msg := m["message"].(string); !strings.Contains(msg, "2 of the gesture's steps landed") || !strings.Contains(msg, "op_id "+m["op_id"].(string)) {
 		t.Errorf("message %q", msg)
 	}
-	if !strings.Contains(text(res), "move ENG-2: not written") {
-		t.Errorf("text %q", text(res))
+	if last := m["steps"].([]any)[2].(map[string]any); last["task"] != "ENG-2" || last["outcome"] != "" {
+		t.Errorf("the step not written %v", last)
 	}
 
 	// An internal error after steps landed is still answered internal, with
@@ -272,20 +271,6 @@ func TestGestureAnswers(t *testing.T) {
 	res = call(t, operatorTools(t, f, nil), NameTrashWorkItem, `{"key":"ENG-1"}`)
 	if m := structured(t, res); m["refused"] != "internal" || m["op_id"] == nil || strings.Contains(mustJSON(m), "secret") {
 		t.Errorf("internal after steps %v", m)
-	}
-}
-
-func TestLongWalkTextIsElided(t *testing.T) {
-	steps := make([]tracker.Step, 40)
-	for i := range steps {
-		steps[i] = tracker.Step{Action: "trash", Task: "ENG-" + string(rune('A'+i)), Outcome: engine.Applied}
-	}
-	got := stepsText(steps)
-	if lines := strings.Count(got, "\n"); lines != maxShownSteps+2 {
-		t.Errorf("%d lines:\n%s", lines, got)
-	}
-	if !strings.Contains(got, "… 28 more …") || !strings.Contains(got, "40 steps: 40 applied") {
-		t.Errorf("text:\n%s", got)
 	}
 }
 

@@ -148,8 +148,7 @@ func (f *childFleet) restart(t *testing.T, i int) {
 // client does while the fleet moves a leader off a failed broker.
 func callRetry(t *testing.T, c *client.Client, name string, args map[string]any) map[string]any {
 	t.Helper()
-	m, _ := callRetryResult(t, c, name, args, callTimeout).StructuredContent.(map[string]any)
-	return m
+	return resultObject(callRetryResult(t, c, name, args, callTimeout))
 }
 
 // callRetryResult is callRetry's whole result, each call given perCall;
@@ -171,8 +170,7 @@ func callRetryResult(t *testing.T, c *client.Client, name string, args map[strin
 		if !res.IsError {
 			return res
 		}
-		m, _ := res.StructuredContent.(map[string]any)
-		switch m["refused"] {
+		switch resultObject(res)["refused"] {
 		case "broker_unreachable", "no_quorum", "behind", "no_data_node":
 		default:
 			t.Fatalf("%s(%v) answered an error: %s", name, args, resultText(res))

@@ -24,8 +24,7 @@ func joinedCall(t *testing.T, c *client.Client, name string, args map[string]any
 	if node == "" {
 		t.Fatalf("%s answered with no data node in _meta: %s", name, resultText(res))
 	}
-	m, _ := res.StructuredContent.(map[string]any)
-	return m, node
+	return resultObject(res), node
 }
 
 // TestJoinedAssistant: `crewlet mcp --join` is a node without the data

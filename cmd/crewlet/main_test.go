@@ -28,6 +28,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crewlet/crewlet/tools"
 )
 
 // Timeouts of the end-to-end tests: boots include an embedded broker and
@@ -338,18 +340,27 @@ func Call(t testing.TB, c *client.Client, name string, args map[string]any) map[
 	return m
 }
 
+// resultText is a result's text contents: the answer or the refusal
+// object as JSON.
 func resultText(res *mcpgo.CallToolResult) string {
 	var parts []string
-	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		parts = append(parts, string(b))
-	}
 	for _, c := range res.Content {
 		if tc, ok := mcpgo.AsTextContent(c); ok {
 			parts = append(parts, tc.Text)
 		}
 	}
 	return strings.Join(parts, " | ")
+}
+
+// resultObject is a result's JSON object: a success's structured content,
+// or a refusal's object (tools.RefusalOf); nil for neither.
+func resultObject(res *mcpgo.CallToolResult) map[string]any {
+	if res.IsError {
+		m, _ := tools.RefusalOf(res)
+		return m
+	}
+	m, _ := res.StructuredContent.(map[string]any)
+	return m
 }
 
 func mustJSON(v any) string {

@@ -83,7 +83,7 @@ func TestServeModes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				obj, _ := res.StructuredContent.(map[string]any)
+				obj := resultObject(res)
 				if !res.IsError || obj["refused"] != "maintenance" {
 					t.Fatalf("%s in %s: %s", name, mode, resultText(res))
 				}

@@ -1,0 +1,680 @@
+package main
+
+// TestTypeScriptSDKClients drives the official MCP TypeScript SDK clients
+// (1.x, @modelcontextprotocol/sdk, and 2.x, @modelcontextprotocol/client,
+// pinned in testdata/tsclient/package.json) and mcp-go's client against
+// the real binary on every MCP surface: `crewlet mcp` over stdio, and
+// `crewlet serve`'s /operator/mcp and /seat/mcp over Streamable HTTP.
+// Every tool is called once with arguments it takes and once with
+// arguments it refuses. The TypeScript SDK 1.x validates structured
+// content against the tool's output schema even on an error result and
+// throws -32602 on a mismatch, so a refusal carrying its object as
+// structured content never reached the model; this test is what shows
+// the wire form (tools/result.go) works on every official client.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crewlet/crewlet/internal/mcptest"
+	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/tools"
+)
+
+// harnessDir holds harness.mjs, its package.json and the committed
+// package-lock.json; node_modules is installed there (npm ci) when
+// missing.
+const harnessDir = "testdata/tsclient"
+
+// harnessTimeout bounds one client's whole run: boot, tools/list and
+// every step, under -race on a loaded machine.
+const harnessTimeout = 4 * time.Minute
+
+// step is one call of a plan: the tool, its arguments (${VAR} is a plan
+// variable or a value an earlier step saved), and what it must answer:
+// "ok" or a refusal code. Save names values of a success to keep, by
+// dotted path. OperatorOnly steps are left out of the seat's plan.
+type step struct {
+	Tool         string            `json:"tool"`
+	Args         map[string]any    `json:"args"`
+	Expect       string            `json:"expect"`
+	Save         map[string]string `json:"save,omitempty"`
+	OperatorOnly bool              `json:"-"`
+}
+
+const expectOK = "ok"
+
+// steps call every tool of the operator surface once with arguments it
+// takes and once with arguments it refuses. A refused call never repeats
+// an accepted one's arguments: on the seat surface the same call in the
+// same unit of work is the same operation, answered as the first.
+// A write may answer pending (durable, not yet applied here) on a loaded
+// machine, so versions and ids come from reads, never from a create's
+// answer, and a refusal that depends on an earlier write (already_exists,
+// stale, deleted) comes after a read: a read here is linearizable, so it
+// waits until this node has applied every write acknowledged before it.
+func steps() []step {
+	s := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect}
+	}
+	op := func(st step) step { st.OperatorOnly = true; return st }
+	save := func(st step, save map[string]string) step { st.Save = save; return st }
+	none := "${P}-999"
+	return []step{
+		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
+		s(tools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
+		s(tools.NameListProjects, map[string]any{}, expectOK),
+		s(tools.NameListProjects, map[string]any{"colour": "red"}, "invalid_argument"),
+		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha again"}, "already_exists"),
+		// The answer's text is the whole answer: description, tags and all.
+		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "First of ${P}",
+			"description": "Line one\nline two: émoji 😀, <b>markup</b> & \"quotes\"\n\tindented", "tags": []any{"bug", "ui"}}, expectOK),
+		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Second of ${P}"}, expectOK),
+		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Third of ${P}", "parent": "${P}-1"}, expectOK),
+		s(tools.NameCreateWorkItem, map[string]any{"project": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
+		save(s(tools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK), map[string]string{"V": "item.version"}),
+		s(tools.NameGetWorkItem, map[string]any{"key": none}, "not_found"),
+		s(tools.NameListWorkItems, map[string]any{"project": "${P}"}, expectOK),
+		s(tools.NameListWorkItems, map[string]any{"project": "${P}", "limit": 0}, "invalid_argument"),
+		s(tools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
+		// A NUL byte in a query answered internal once (an SQL error).
+		s(tools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),
+		s(tools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "First of ${P}, renamed"}, expectOK),
+		s(tools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK),
+		s(tools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "A lost update"}, "stale"),
+		s(tools.NameCommentOnWorkItem, map[string]any{"key": "${P}-1", "body": "Looks good.\nShip it."}, expectOK),
+		s(tools.NameCommentOnWorkItem, map[string]any{"key": none, "body": "Nobody reads this."}, "not_found"),
+		s(tools.NameMoveWorkItem, map[string]any{"key": "${P}-3", "project": "${Q}"}, expectOK),
+		s(tools.NameMoveWorkItem, map[string]any{"key": none, "project": "${Q}"}, "not_found"),
+		s(tools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-2"}}, expectOK),
+		s(tools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-1"}}, "invalid_argument"),
+		s(tools.NameTrashWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
+		s(tools.NameTrashWorkItem, map[string]any{"key": none}, "not_found"),
+		s(tools.NameListWorkItems, map[string]any{"project": "${P}", "status": "open"}, expectOK),
+		s(tools.NameRestoreWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
+		s(tools.NameRestoreWorkItem, map[string]any{"key": none}, "not_found"),
+		op(s(tools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, expectOK)),
+		op(s(tools.NameGetWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
+		op(s(tools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
+
+		s(tools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}"}, expectOK),
+		s(tools.NameListSpaces, map[string]any{}, expectOK),
+		s(tools.NameListSpaces, map[string]any{"space": "${S}"}, "invalid_argument"),
+		s(tools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs again"}, "already_exists"),
+		s(tools.NameUpdateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}, renamed"}, expectOK),
+		s(tools.NameUpdateSpace, map[string]any{"key": "${S}", "if_match": 999999, "name": "A lost rename"}, "stale"),
+		s(tools.NameCreatePage, map[string]any{"space": "${S}", "title": "Runbook", "body": "Restart node-3 with care.\n\n- drain\n- restart"}, expectOK),
+		s(tools.NameCreatePage, map[string]any{"space": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
+		save(s(tools.NameListPages, map[string]any{"space": "${S}"}, expectOK), map[string]string{"PAGE": "pages.0.id"}),
+		s(tools.NameListPages, map[string]any{"space": "${S}", "limit": 0}, "invalid_argument"),
+		save(s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK), map[string]string{"PV": "page.version"}),
+		s(tools.NameGetPage, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
+		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "Restart node-3 only after draining it."}, expectOK),
+		s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK),
+		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "A lost edit"}, "stale"),
+		s(tools.NameSearchKnowledge, map[string]any{"query": "Restart"}, expectOK),
+		s(tools.NameSearchKnowledge, map[string]any{"query": "()"}, "invalid_argument"),
+		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, expectOK)),
+		op(s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, "deleted")),
+		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, "deleted")),
+
+		op(s(tools.NameRetentionStatus, map[string]any{}, expectOK)),
+		op(s(tools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument")),
+		// A name no node has: the gate is written all the same, and
+		// touches nobody here.
+		op(s(tools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
+		op(s(tools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
+		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
+		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
+	}
+}
+
+// surface is one MCP surface of the binary, as the plans reach it.
+type surface struct {
+	name  string
+	tools tools.Surface
+	// transport is the plan's transport for one client run, whose tag
+	// keeps its keys and its unit of work apart from the other runs.
+	transport func(t *testing.T, tag string) planTransport
+	// goClient is mcp-go's client on the surface for one run.
+	goClient func(t *testing.T, tag string) *client.Client
+}
+
+type planTransport struct {
+	Kind    string            `json:"kind"` // stdio or http
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+type plan struct {
+	SDK       string         `json:"sdk"`
+	Transport planTransport  `json:"transport"`
+	Vars      map[string]any `json:"vars"`
+	Steps     []step         `json:"steps"`
+}
+
+// report is what a run answers, the harness's and the Go runner's alike.
+type report struct {
+	SDK      string   `json:"sdk"`
+	Protocol string   `json:"protocol"`
+	Tools    []string `json:"tools"`
+	Results  []result `json:"results"`
+	Fatal    string   `json:"fatal"`
+}
+
+type result struct {
+	I      int    `json:"i"`
+	Tool   string `json:"tool"`
+	Expect string `json:"expect"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
+}
+
+func TestTypeScriptSDKClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped in -short mode")
+	}
+	// Node first: without it the test fails at once, saying what to install.
+	dir := nodeHarness(t)
+	bin := BuildBinary(t)
+	s := StartServe(t, filepath.Join(t.TempDir(), "data"))
+	httpTransport := func(url string, headers map[string]string) planTransport {
+		return planTransport{Kind: "http", URL: url, Headers: headers}
+	}
+	httpClient := func(t *testing.T, url string, headers map[string]string) *client.Client {
+		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+			t.Fatalf("initialize: %v", err)
+		}
+		return c
+	}
+	seatHeaders := func(tag string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + s.Token, mcp.HeaderSeat: "seat-" + strings.ToLower(tag), mcp.HeaderUnit: "unit-" + strings.ToLower(tag)}
+	}
+	surfaces := []surface{
+		{
+			name: "stdio", tools: tools.Operator,
+			transport: func(t *testing.T, tag string) planTransport {
+				return planTransport{Kind: "stdio", Command: bin, Args: []string{"mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json"}}
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return StdioClient(t, "mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json")
+			},
+		},
+		{
+			name: "operator", tools: tools.Operator,
+			transport: func(t *testing.T, tag string) planTransport {
+				return httpTransport(s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return httpClient(t, s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
+			},
+		},
+		{
+			name: "seat", tools: tools.Seat,
+			transport: func(t *testing.T, tag string) planTransport {
+				return httpTransport(s.BaseURL+"/seat/mcp", seatHeaders(tag))
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return httpClient(t, s.BaseURL+"/seat/mcp", seatHeaders(tag))
+			},
+		},
+	}
+	// What no SDK sends: raw bytes that are not UTF-8, off the wire. The
+	// seat surface is stateless, so one POST is one call.
+	t.Run("seat/raw-bytes", func(t *testing.T) {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_work_items","arguments":{"query":"login` + "\xff\xfe" + `page"}}}`)
+		req, err := http.NewRequest(http.MethodPost, s.BaseURL+"/seat/mcp", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range seatHeaders("raw") {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rpc struct {
+			Result json.RawMessage `json:"result"`
+		}
+		payload := raw
+		if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
+			payload = bytes.TrimSpace(raw[i+len("data: "):])
+		}
+		var res mcpgo.CallToolResult
+		if err := json.Unmarshal(payload, &rpc); err != nil || json.Unmarshal(rpc.Result, &res) != nil {
+			t.Fatalf("%d %s: not a tool result: %v", resp.StatusCode, raw, err)
+		}
+		obj, isRefusal := tools.RefusalOf(&res)
+		if msg, _ := obj["message"].(string); !isRefusal || obj["refused"] != "invalid_argument" || !strings.Contains(msg, "not valid UTF-8") {
+			t.Fatalf("raw bytes that are not UTF-8: %s", raw)
+		}
+	})
+
+	for _, sf := range surfaces {
+		want := toolNames(sf.tools)
+		var planned []step
+		for _, st := range steps() {
+			if sf.tools == tools.Seat && st.OperatorOnly {
+				continue
+			}
+			planned = append(planned, st)
+		}
+		for _, sdk := range []string{"v1", "v2", "go"} {
+			t.Run(sf.name+"/"+sdk, func(t *testing.T) {
+				// One tag per run: the operator and seat runs share a node.
+				tag := strings.ToUpper(sf.name[:2] + sdk)
+				p := plan{SDK: sdk, Vars: map[string]any{"P": tag + "A", "Q": tag + "B", "S": tag + "D", "NOPROJECT": tag + "Z", "GHOST": strings.ToLower(tag)}, Steps: planned}
+				var rep report
+				if sdk == "go" {
+					rep = runGo(t, sf.goClient(t, tag), p)
+				} else {
+					p.Transport = sf.transport(t, tag)
+					rep = runHarness(t, dir, p)
+				}
+				checkReport(t, want, planned, rep)
+				if t.Failed() && s.Exited() {
+					t.Fatalf("crewlet serve exited:\n%s", s.Stderr)
+				}
+			})
+		}
+	}
+}
+
+// toolNames are the tools a surface of a data node offers.
+func toolNames(s tools.Surface) []string {
+	var names []string
+	for _, d := range tools.Definitions(s) {
+		names = append(names, d.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// checkReport fails the test for each step that did not answer as
+// planned, and unless the client listed exactly the surface's tools and
+// saw every one of them both answer and refuse.
+func checkReport(t *testing.T, want []string, planned []step, rep report) {
+	t.Helper()
+	if rep.Fatal != "" {
+		t.Fatalf("%s client: %s", rep.SDK, rep.Fatal)
+	}
+	t.Logf("%s client, protocol %q: %d tools, %d steps", rep.SDK, rep.Protocol, len(rep.Tools), len(rep.Results))
+	listed := slices.Sorted(slices.Values(rep.Tools))
+	if !slices.Equal(listed, want) {
+		t.Errorf("tools/list = %v, want %v", listed, want)
+	}
+	if len(rep.Results) != len(planned) {
+		t.Fatalf("%d results for %d steps", len(rep.Results), len(planned))
+	}
+	answered, refused := map[string]bool{}, map[string]bool{}
+	for _, r := range rep.Results {
+		if !r.Pass {
+			t.Errorf("step %d %s(%s) want %s: %s", r.I, r.Tool, mustJSON(planned[r.I].Args), r.Expect, r.Detail)
+			continue
+		}
+		if r.Expect == expectOK {
+			answered[r.Tool] = true
+		} else {
+			refused[r.Tool] = true
+		}
+	}
+	for _, name := range want {
+		if !answered[name] || !refused[name] {
+			t.Errorf("%s: answered %v, refused %v; every tool must do both", name, answered[name], refused[name])
+		}
+	}
+}
+
+// runHarness runs harness.mjs on p with node and returns its report.
+func runHarness(t *testing.T, dir string, p plan) report {
+	t.Helper()
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planFile, []byte(mustJSON(p)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), harnessTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "harness.mjs", planFile)
+	cmd.Dir = dir
+	var stdout bytes.Buffer
+	stderr := &SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node harness.mjs (%s): %v\nstdout:\n%s\nstderr:\n%s", p.SDK, err, stdout.String(), tail(stderr.String()))
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("harness report: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String()))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s harness stderr (the stdio child's logs among it):\n%s", p.SDK, tail(stderr.String()))
+		}
+	})
+	return rep
+}
+
+func tail(s string) string {
+	const max = 8 << 10
+	if len(s) > max {
+		return "…" + s[len(s)-max:]
+	}
+	return s
+}
+
+// runGo runs p with mcp-go's client c, checking what the harness checks;
+// mcp-go's client does not validate structured content against the
+// output schema itself, so mcptest does it as the TypeScript SDK would.
+func runGo(t *testing.T, c *client.Client, p plan) report {
+	t.Helper()
+	rep := report{SDK: "go"}
+	ctx, cancel := context.WithTimeout(context.Background(), harnessTimeout)
+	defer cancel()
+	listed, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		rep.Fatal = "tools/list: " + err.Error()
+		return rep
+	}
+	defs := map[string]mcpgo.Tool{}
+	for _, d := range listed.Tools {
+		rep.Tools = append(rep.Tools, d.Name)
+		defs[d.Name] = d
+	}
+	vars := map[string]any{}
+	for k, v := range p.Vars {
+		vars[k] = v
+	}
+	for i, st := range p.Steps {
+		r := result{I: i, Tool: st.Tool, Expect: st.Expect}
+		args, err := expand(st.Args, vars)
+		if err != nil {
+			r.Detail = err.Error()
+			rep.Results = append(rep.Results, r)
+			continue
+		}
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = st.Tool
+		req.Params.Arguments = args
+		cctx, ccancel := context.WithTimeout(ctx, callTimeout)
+		res, err := c.CallTool(cctx, req)
+		ccancel()
+		if err != nil {
+			r.Detail = "threw: " + err.Error()
+		} else {
+			r.Detail = checkGoResult(defs[st.Tool], st, res, vars)
+		}
+		r.Pass = r.Detail == ""
+		rep.Results = append(rep.Results, r)
+	}
+	return rep
+}
+
+// checkGoResult is harness.mjs's check for mcp-go's client: "" when res
+// is what st expects, else why not.
+func checkGoResult(def mcpgo.Tool, st step, res *mcpgo.CallToolResult, vars map[string]any) string {
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := mcpgo.AsTextContent(c); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	if st.Expect == expectOK {
+		if res.IsError {
+			return "refused: " + strings.Join(texts, " | ")
+		}
+		if res.StructuredContent == nil {
+			return "a success without structured content"
+		}
+		if err := mcptest.CheckStructured(def, res.StructuredContent); err != nil {
+			return err.Error()
+		}
+		if len(texts) != 1 {
+			return fmt.Sprintf("a success with %d text contents, want 1", len(texts))
+		}
+		var fromText any
+		if err := json.Unmarshal([]byte(texts[0]), &fromText); err != nil {
+			return fmt.Sprintf("the text is not JSON (%v): %.200s", err, texts[0])
+		}
+		structured, _ := res.StructuredContent.(map[string]any)
+		if !reflect.DeepEqual(fromText, res.StructuredContent) {
+			return fmt.Sprintf("the text is not the structured content: %.300s vs %.300s", texts[0], mustJSON(res.StructuredContent))
+		}
+		if o, has := structured["outcome"]; has && o != "applied" && o != "pending" {
+			return fmt.Sprintf("outcome %v: %.300s", o, texts[0])
+		}
+		for name, path := range st.Save {
+			v := at(structured, path)
+			if v == nil {
+				return fmt.Sprintf("nothing at %s to save as %s: %.300s", path, name, texts[0])
+			}
+			vars[name] = v
+		}
+		return ""
+	}
+	if !res.IsError {
+		return fmt.Sprintf("not refused (want %s): %.300s", st.Expect, strings.Join(texts, " | "))
+	}
+	if res.StructuredContent != nil {
+		return "a refusal with structured content: " + mustJSON(res.StructuredContent)
+	}
+	if len(res.Content) != 1 || len(texts) != 1 {
+		return fmt.Sprintf("a refusal with %d contents, want one text", len(res.Content))
+	}
+	obj, isRefusal := tools.RefusalOf(res)
+	if !isRefusal {
+		return fmt.Sprintf("the refusal's text is no refusal object: %.200s", texts[0])
+	}
+	if obj["refused"] != st.Expect {
+		return fmt.Sprintf("refused %v, want %s: %.300s", obj["refused"], st.Expect, texts[0])
+	}
+	if msg, _ := obj["message"].(string); strings.TrimSpace(msg) == "" {
+		return "a refusal without a message: " + texts[0]
+	}
+	return ""
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Z_]+)\}`)
+
+// expand is harness.mjs's expand: ${VAR} in every string of v replaced by
+// its value; a string that is exactly one reference takes the value as it
+// is (a number stays a number).
+func expand[T any](v T, vars map[string]any) (T, error) {
+	var missing error
+	var walk func(any) any
+	walk = func(x any) any {
+		switch x := x.(type) {
+		case string:
+			if m := varRef.FindStringSubmatch(x); m != nil && m[0] == x {
+				val, has := vars[m[1]]
+				if !has {
+					missing = fmt.Errorf("no value for ${%s}", m[1])
+				}
+				return val
+			}
+			return varRef.ReplaceAllStringFunc(x, func(ref string) string {
+				name := ref[2 : len(ref)-1]
+				val, has := vars[name]
+				if !has {
+					missing = fmt.Errorf("no value for ${%s}", name)
+				}
+				return fmt.Sprint(val)
+			})
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = walk(e)
+			}
+			return out
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = walk(e)
+			}
+			return out
+		}
+		return x
+	}
+	out, _ := walk(any(v)).(T)
+	return out, missing
+}
+
+// at reads a dotted path ("page.version", "pages.0.id").
+func at(v any, path string) any {
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// The pinned SDKs, as package.json names them.
+var harnessPins = map[string]string{
+	"@modelcontextprotocol/sdk":    "1.32.2",
+	"@modelcontextprotocol/client": "2.4.0",
+}
+
+var (
+	harnessOnce sync.Once
+	harnessErr  error
+)
+
+// nodeHarness returns the harness directory with its pinned packages
+// installed, installing them (npm ci, from the committed lockfile) once
+// per test run when they are missing or not the pinned versions. Node.js
+// 20 or later must be on PATH: the test fails, never skips, without it.
+func nodeHarness(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(harnessDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harnessOnce.Do(func() { harnessErr = installHarness(dir) })
+	if harnessErr != nil {
+		t.Fatal(harnessErr)
+	}
+	return dir
+}
+
+func installHarness(dir string) error {
+	const needNode = "install Node.js 20 or later (with npm) and put node on PATH: this test drives the official MCP TypeScript SDK clients"
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		return fmt.Errorf("node --version: %v; %s", err, needNode)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	major, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	if err != nil || major < 20 {
+		return fmt.Errorf("node is %q; %s", strings.TrimSpace(string(out)), needNode)
+	}
+	if installedPins(dir) == nil {
+		return nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return fmt.Errorf("npm is not on PATH; %s", needNode)
+	}
+	// npm ci runs in a scratch directory beside the harness and its
+	// node_modules is renamed into place: a rename is atomic, so a test
+	// run beside this one (another go test of the same tree) either sees
+	// no node_modules or a whole one, and the loser of two installs
+	// keeps the winner's.
+	scratch, err := os.MkdirTemp(dir, ".install-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(scratch, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+	cmd.Dir = scratch
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("npm ci in %s: %v\n%s", harnessDir, err, out)
+	}
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(modules); err == nil {
+		// Present but not the pinned versions: move it aside first.
+		stale := filepath.Join(scratch, "stale")
+		if err := os.Rename(modules, stale); err != nil && installedPins(dir) != nil {
+			return fmt.Errorf("replace %s: %w", modules, err)
+		}
+	}
+	if err := os.Rename(filepath.Join(scratch, "node_modules"), modules); err != nil {
+		if pinErr := installedPins(dir); pinErr != nil {
+			return errors.Join(fmt.Errorf("install %s: %w", modules, err), pinErr)
+		}
+	}
+	return installedPins(dir)
+}
+
+// installedPins reports whether node_modules holds the pinned SDKs.
+func installedPins(dir string) error {
+	for name, want := range harnessPins {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+		if err != nil {
+			return fmt.Errorf("%s is not installed in %s", name, harnessDir)
+		}
+		var pkg struct{ Version string }
+		if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version != want {
+			return fmt.Errorf("%s in %s is %q, not the pinned %s", name, harnessDir, pkg.Version, want)
+		}
+	}
+	return nil
+}
