@@ -87,6 +87,12 @@ type WriteOptions struct {
 	Unit      string
 	UnitStart time.Time
 	CallIndex int
+	// IfMatch, where a gesture takes one (move, merge, trash, restore), is
+	// the version of the object it is about that the caller decided
+	// against: the gesture's first record is refused stale when the object
+	// is no longer at it. 0 decides against the current rows; the broker
+	// arbitrates either way.
+	IfMatch uint64
 }
 
 // WriteResult heads every write answer. Position is the token; it is

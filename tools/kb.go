@@ -138,7 +138,7 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Id of the page (same space) to file it under; empty: top level."},
 	})
 	tool := newTool(NameCreatePage,
-		d.writeDesc("Create a page in a knowledge-base space, at the top or under a parent page. The answer carries the page with its id and version (update_page takes the version as if_match)."),
+		d.writeDesc("Create a page in a space, at the top or under a parent page. Answers the page with its id and version (update_page's if_match)."),
 		params,
 		// Not idempotent: each call without op_id creates another page.
 		writeAnnotations("Create page", false),
@@ -208,13 +208,13 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{
 		{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc},
-		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The page's version you decided against (get_page answers it). If the page changed since, the update is refused stale: read it again and decide again."},
+		{name: "if_match", kind: kindInteger, min: 1, desc: "Optional: the version you read (get_page); refused stale if it moved."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "New title."},
 		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move the page and its subtree under this page of the same space; empty: to the top."},
 	})
 	tool := newTool(NameUpdatePage,
-		d.writeDesc("Change a page's title or body, or move it within its space: pass only what changes, and the version you read as if_match. The answer carries the page at its new version."),
+		d.writeDesc("Change a page's title, body or parent within its space: pass only what changes (and if_match). Answers the page at its new version."),
 		params,
 		// Not destructive: it replaces only the named fields, only at the
 		// version the caller read, and every prior version stays in the log.
@@ -246,7 +246,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxSearchLimit, desc: fmt.Sprintf("At most this many results (1 to %d, default %d).", kb.MaxSearchLimit, kb.DefaultSearchLimit)},
 	}
 	tool := newTool(NameSearchKnowledge,
-		"Search pages, best first (title matches before body matches); each hit has id, title and a snippet. No read-your-writes floor: a page written a moment ago may not be found yet; get_page finds it by id.",
+		"Search pages, best first (title before body); each hit has id, title and a snippet. No read-your-writes floor: a page just written may not show yet; get_page finds it.",
 		params, readAnnotations("Search knowledge"), outputSchema[kb.SearchResult]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)

@@ -123,7 +123,7 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "name", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxNameBytes, desc: "The project's display name (for example Engineering)."},
 	})
 	tool := newTool(NameCreateProject,
-		d.writeDesc("Create a project: a key that prefixes its work items' keys, and a name. A key is taken for good; creating one that exists is refused already_exists."),
+		d.writeDesc("Create a project: a key prefixing its items' keys, and a name. A key is taken for good: an existing one is refused already_exists."),
 		params,
 		// Idempotent: a repeat with the same key has no further effect (it
 		// is refused already_exists), with or without op_id.
@@ -154,7 +154,7 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	var params []param
 	tool := newTool(NameListProjects,
-		"List every project: its key, name and the last work item number given out. The answer says the read level and the log position it stands at.",
+		"List every project: key, name and the last item number given out, with the read level and position.",
 		params, readAnnotations("List projects"), outputSchema[tracker.ProjectList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, r := parseArgs(req, params); r != nil {
@@ -226,7 +226,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam}
 	tool := newTool(NameGetWorkItem,
-		"Get a work item by key: its fields, tags, watchers, edges, parent, version (the if_match of update_work_item) and latest comments, with the read level and log position it stands at.",
+		"Get a work item by key: fields, tags, watchers, edges, parent, version (update_work_item's if_match) and latest comments.",
 		params, readAnnotations("Get work item"), outputSchema[tracker.ItemRead]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
@@ -260,7 +260,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "The previous page's next_cursor."},
 	}
 	tool := newTool(NameListWorkItems,
-		"List work items (the trash left out), a page at a time: while the answer has next_cursor, pass it as cursor. Answers items, the read level, the position it stands at and whether it is complete.",
+		"List work items (trash left out), a page at a time: pass next_cursor back as cursor. Says the read level, position and whether complete.",
 		params, readAnnotations("List work items"), outputSchema[tracker.ItemList]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
@@ -309,7 +309,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	relationKinds := []string{tracker.EdgeRelatesTo, tracker.EdgeDuplicates}
 	params := d.withOpID([]param{
 		keyParam,
-		{name: "if_match", kind: kindInteger, required: true, min: 1, desc: "The version you read (get_work_item). If the item changed since, it is refused stale: read again, decide again."},
+		{name: "if_match", kind: kindInteger, min: 1, desc: "Optional: the version you read (get_work_item); refused stale if it moved."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "New title."},
 		{name: "description", kind: kindString, long: true, maxBytes: tracker.MaxDescriptionBytes, desc: "New Markdown; empty clears it."},
 		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "New status."},
@@ -325,7 +325,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		keysParam("remove_dependencies", "Keys it no longer depends on."),
 	})
 	tool := newTool(NameUpdateWorkItem,
-		d.writeDesc("Change a work item: pass if_match and only what changes. Answers item at its new version; when edges change, a step per mirror (one_sided: mirrors left unknown)."),
+		d.writeDesc("Change a work item: pass only what changes (and if_match). Answers item at its new version; when edges change, a step per mirror (one_sided: mirrors left unknown)."),
 		params,
 		// Not destructive: it replaces only the named fields, only at the
 		// version the caller read (if_match), and every prior version stays

@@ -14,6 +14,11 @@ import (
 // keyParam is the work item an operation is about.
 var keyParam = param{name: "key", kind: kindString, required: true, nonEmpty: true, maxBytes: maxItemKey, desc: itemKeyDesc}
 
+// ifMatchParam is a gesture's optional if_match: the version of the item
+// it is about that the caller decided against. Absent, the gesture is
+// decided against the current rows (and arbitrated by the broker alike).
+var ifMatchParam = param{name: "if_match", kind: kindInteger, min: 1, desc: "Optional: the version you read; refused stale if it moved."}
+
 // gestureTool is the shape every one-item gesture shares: parse, check
 // the keys, write, render the steps.
 type gestureTool struct {
@@ -52,6 +57,7 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), g.name, "", werr), nil
 		}
+		w.IfMatch = a.uint("if_match")
 		res, err := g.run(ctx, d, w, a)
 		if err != nil {
 			return d.gestureFailed(ctx, g.name, res, w, err), nil
@@ -87,7 +93,7 @@ func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func MoveWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return gestureTool{
 		name: NameMoveWorkItem, title: "Move work item", keys: []string{"key"},
-		params: []param{keyParam, {name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the project to move into (OPS)."}},
+		params: []param{keyParam, {name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the project to move into (OPS)."}, ifMatchParam},
 		desc:   "Move an item and its subtree to another project; each takes that project's next key (ENG-3 becomes OPS-7), old keys still resolve. Answers steps: mark, a move per item, unmark.",
 		// Not destructive: nothing is lost, old keys resolve and a move
 		// back is another move. Idempotent: a repeat finds the items in
@@ -107,6 +113,7 @@ func MergeWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		params: []param{
 			{name: "into", kind: kindString, required: true, nonEmpty: true, maxBytes: maxItemKey, desc: "Key of the item to keep."},
 			{name: "duplicates", kind: kindStrings, required: true, maxItems: tracker.MaxMergeItems, itemKeys: true, maxBytes: maxItemKey, desc: "Keys of its duplicates."},
+			ifMatchParam,
 		},
 		desc: "Merge duplicates into one item: each is cancelled with a duplicates edge to it, its watchers join it. Answers steps: mark, a merge per duplicate, unmark.",
 		// Not destructive: every duplicate stays, with its history and
@@ -128,7 +135,7 @@ func MergeWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // TrashWorkItem is trash_work_item {key}.
 func TrashWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return gestureTool{
-		name: NameTrashWorkItem, title: "Trash work item", keys: []string{"key"}, params: []param{keyParam},
+		name: NameTrashWorkItem, title: "Trash work item", keys: []string{"key"}, params: []param{keyParam, ifMatchParam},
 		desc: "Put an item and its subtree in the trash: they leave lists and search until restore_work_item. Answers a step per item.",
 		// Destructive: the subtree vanishes from every list and search
 		// (restore undoes it, but a caller should treat it with care).
@@ -143,7 +150,7 @@ func TrashWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // RestoreWorkItem is restore_work_item {key}.
 func RestoreWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return gestureTool{
-		name: NameRestoreWorkItem, title: "Restore work item", keys: []string{"key"}, params: []param{keyParam},
+		name: NameRestoreWorkItem, title: "Restore work item", keys: []string{"key"}, params: []param{keyParam, ifMatchParam},
 		desc:       "Bring a trashed item and the subtree its trash took back out of the trash. Answers a step per item.",
 		idempotent: true,
 		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
@@ -196,7 +203,7 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxSearchLimit, desc: fmt.Sprintf("At most this many hits, default %d.", tracker.DefaultSearchLimit)},
 	}
 	tool := newTool(NameSearchWorkItems,
-		"Find work items by words in titles, descriptions and comments, best first (title matches first), with snippets; the trash left out. No read-your-writes floor: a just-written item may not be found yet.",
+		"Find work items by words in titles, descriptions and comments, best first, with snippets; trash left out. No read-your-writes floor: a just-written item may not show yet.",
 		params, readAnnotations("Search work items"), outputSchema[tracker.SearchResult]())
 	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)

@@ -476,7 +476,6 @@ func TestBadInputIsRefusedAndPublishesNothing(t *testing.T) {
 		}},
 		{"unknown space page", engine.CodeNotFound, "NOPE", func() error { _, err := svc.CreatePage(bg, w, kb.NewPage{Space: "NOPE", Title: "t"}); return err }},
 		{"malformed page id", engine.CodeInvalidArgument, "page id", func() error { _, err := svc.GetPage(bg, lin(), "ENG-1"); return err }},
-		{"no if_match", engine.CodeInvalidArgument, "if_match", func() error { _, err := svc.UpdatePage(bg, w, p.ID, 0, kb.PagePatch{Title: ptr("x")}); return err }},
 		{"update nothing", engine.CodeInvalidArgument, "nothing to update", func() error { _, err := svc.UpdatePage(bg, w, p.ID, p.Version, kb.PagePatch{}); return err }},
 		{"op_id of another write", engine.CodeOpReused, "fresh id", func() error {
 			_, err := svc.UpdatePage(bg, engine.WriteOptions{OpID: "0193a1b2-0000-7000-8000-000000000000.create_page-DOCS"}, p.ID, p.Version, kb.PagePatch{Title: ptr("x")})

@@ -460,16 +460,14 @@ func (s *Service) ListPages(ctx context.Context, r engine.ReadOptions, f PageFil
 }
 
 // UpdatePage changes a page's title or body, or moves it under another
-// parent of its space ("" for the top). ifMatch is the version the caller
-// decided against; a page that moved on since is refused stale naming its
-// current version. A move under the page itself or below it is refused: a
+// parent of its space ("" for the top). ifMatch, when set, is the version
+// the caller decided against; a page that moved on since is refused stale
+// naming its current version. Unset, the update is decided against the
+// current rows (the broker arbitrates it alike). A move under the page itself or below it is refused: a
 // move re-parents, it never cuts a subtree off in a cycle.
 func (s *Service) UpdatePage(ctx context.Context, w engine.WriteOptions, id string, ifMatch uint64, p PagePatch) (PageWrite, error) {
 	if err := checkPageID("id", id); err != nil {
 		return PageWrite{}, err
-	}
-	if ifMatch == 0 {
-		return PageWrite{}, invalid("if_match is missing: pass the page's version you read (get_page answers it).")
 	}
 	if p.Title == nil && p.Body == nil && p.Parent == nil {
 		return PageWrite{}, invalid("nothing to update: give at least one of title, body, parent.")
@@ -504,7 +502,7 @@ func (s *Service) UpdatePage(ctx context.Context, w engine.WriteOptions, id stri
 		if err != nil {
 			return nil, err
 		}
-		if pg.Version != ifMatch {
+		if ifMatch != 0 && pg.Version != ifMatch {
 			ref := engine.Refuse(engine.CodeStale, "page %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", id, pg.Version, ifMatch, pg.Version)
 			return nil, ref.With("current_version", pg.Version)
 		}

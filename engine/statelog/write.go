@@ -247,7 +247,10 @@ func (r *Replica) lateKey(ctx context.Context, op Op, out Written) (Written, err
 	if answered, res, err := r.fromLedger(ctx, op, out); answered {
 		return res, err
 	}
-	key := ledger.KeyOf(op.ID.UUID)
+	key := op.ID.String()
+	if ledger.IsClientForm(op.ID.UUID) {
+		key = ledger.KeyOf(op.ID.UUID).String()
+	}
 	return out, engine.Refuse(engine.CodeInvalidArgument, "op_id %s was minted at %s, more than %v from now, and no write under it landed on %s: nothing was written. Mint a fresh v7 UUID just before the first attempt (a key is good for a first use within %v of its instant, and for retries of a write that landed for ever).",
 		key, op.ID.Minted.UTC().Format(time.RFC3339), ledger.ClientMintWindow, r.stream, ledger.ClientMintWindow).With("key", "op_id")
 }

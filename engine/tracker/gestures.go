@@ -45,8 +45,11 @@ func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.
 		return false, err
 	}
 	// A step is vouched for exactly as its gesture is, under the same
-	// argument digest.
-	return w.record(ctx, statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched}, verb, task, decide)
+	// argument digest. A client key past its mint window is judged at the
+	// gesture's first step: one that landed there makes every later step
+	// a retry of a gesture that began in time.
+	op := statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched, Late: w.op.Late && len(w.out.Steps) == 0}
+	return w.record(ctx, op, verb, task, decide)
 }
 
 // pendingStepWait bounds how long a gesture waits for a pending step's
@@ -397,10 +400,39 @@ func (s *Service) CommentOnWorkItem(ctx context.Context, w engine.WriteOptions, 
 	return s.itemAnswer(ctx, wr, err, id)
 }
 
-func (s *Service) markStep(ctx context.Context, wk *walk, verb, id, key, value string) (bool, error) {
+// markStep writes a gesture's mark on id (value "" takes it down); the
+// mark that opens a gesture carries the caller's if_match.
+func (s *Service) markStep(ctx context.Context, wk *walk, verb, id, key, value string, ifMatch uint64) (bool, error) {
 	return wk.step(ctx, verb, id, key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
+			return nil, err
+		}
 		return &statelog.Proposal{Kind: KindMark, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: mark{ID: id, Mark: value}}, nil
 	})
+}
+
+// checkVersion refuses stale when ifMatch is set and the item is no longer
+// at that version (max(version, scoped_through), what reads answer). It
+// runs in the first record of a gesture only: a re-run answers that
+// record from the ledger, so the version its own first run moved is never
+// held against it.
+func (s *Service) checkVersion(ctx context.Context, tx *sql.Tx, id, key string, ifMatch uint64) error {
+	if ifMatch == 0 {
+		return nil
+	}
+	var v uint64
+	err := s.replica.QueryRow(ctx, tx, `SELECT max(version, scoped_through) FROM tracker_items WHERE id = ?`, id).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFoundItem(key)
+	}
+	if err != nil {
+		return err
+	}
+	if v != ifMatch {
+		ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, v, ifMatch, v)
+		return ref.With("current_version", v)
+	}
+	return nil
 }
 
 // MoveWorkItem moves an item and its subtree into another project: a
@@ -434,7 +466,7 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
 	wk := s.newWalk(op)
-	if ok, err := s.markStep(ctx, wk, "mark", root, key, "moving:"+to); !ok {
+	if ok, err := s.markStep(ctx, wk, "mark", root, key, "moving:"+to, w.IfMatch); !ok {
 		return wk.finish(ctx, root, err)
 	}
 	queue := []string{root}
@@ -454,7 +486,7 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		}
 		queue = append(queue, kids...)
 	}
-	ok, err := s.markStep(ctx, wk, "unmark", root, s.keyOf(ctx, root), "")
+	ok, err := s.markStep(ctx, wk, "unmark", root, s.keyOf(ctx, root), "", 0)
 	if !ok {
 		return wk.finish(ctx, root, err)
 	}
@@ -496,7 +528,7 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 		}
 	}
 	wk := s.newWalk(op)
-	if ok, err := s.markStep(ctx, wk, "mark", target, into, "merging"); !ok {
+	if ok, err := s.markStep(ctx, wk, "mark", target, into, "merging", w.IfMatch); !ok {
 		return wk.finish(ctx, target, err)
 	}
 	for i, d := range dups {
@@ -508,7 +540,7 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 			return wk.finish(ctx, target, err)
 		}
 	}
-	ok, err := s.markStep(ctx, wk, "unmark", target, into, "")
+	ok, err := s.markStep(ctx, wk, "unmark", target, into, "", 0)
 	if !ok {
 		return wk.finish(ctx, target, err)
 	}
@@ -533,7 +565,14 @@ func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key 
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
+		ifMatch := uint64(0)
+		if id == root {
+			ifMatch = w.IfMatch
+		}
 		ok, err := wk.step(ctx, "trash", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
+				return nil, err
+			}
 			return &statelog.Proposal{Kind: KindTrash, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: trash{ID: id, Root: root}}, nil
 		})
 		if !ok {
@@ -573,7 +612,14 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 			return wk.out, err
 		}
 		if len(in) == 1 {
+			ifMatch := uint64(0)
+			if id == root {
+				ifMatch = w.IfMatch
+			}
 			ok, err := wk.step(ctx, "restore", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+				if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
+					return nil, err
+				}
 				return &statelog.Proposal{Kind: KindRestore, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: restore{ID: id}}, nil
 			})
 			if !ok {
