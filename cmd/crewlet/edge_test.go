@@ -170,6 +170,9 @@ func TestServeBodyCap(t *testing.T) {
 // authorised request queued behind them. A caller without a token that
 // declares a body and sends none is refused 401 on its headers.
 func TestServeConnectionCap(t *testing.T) {
+	// Mostly waiting (boots, faults, idle timeouts): it runs beside the
+	// package's other long tests.
+	t.Parallel()
 	const max, silent = 4, 8
 	s := StartServe(t, filepath.Join(t.TempDir(), "data"), "--config", writeConfig(t, fmt.Sprintf("http: {max_connections: %d}\n", max)))
 	var idle []net.Conn

@@ -56,6 +56,9 @@ func (c *childConns) set(i int, cl *client.Client) {
 // nothing acknowledged lost, nothing applied twice, nothing refused that
 // landed, and the history linearizes.
 func TestChildFleetLinearizable(t *testing.T) {
+	// Mostly waiting (boots, faults, idle timeouts): it runs beside the
+	// package's other long tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("boots three processes and kills them")
 	}

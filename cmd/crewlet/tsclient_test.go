@@ -193,6 +193,9 @@ type result struct {
 }
 
 func TestTypeScriptSDKClients(t *testing.T) {
+	// Mostly waiting (boots, faults, idle timeouts): it runs beside the
+	// package's other long tests.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end: skipped in -short mode")
 	}

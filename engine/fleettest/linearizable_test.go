@@ -28,7 +28,7 @@ var (
 	soak        = flag.Bool("soak", false, "run -soak.runs seeded nemesis runs instead of one")
 	soakRuns    = flag.Int("soak.runs", 50, "seeded runs under -soak")
 	seedFlag    = flag.Int64("seed", 0, "nemesis seed of the single run (0: from the clock)")
-	nemesisTime = flag.Duration("nemesis", 40*time.Second, "how long the nemesis runs in each run")
+	nemesisTime = flag.Duration("nemesis", 20*time.Second, "how long the nemesis runs in each run")
 )
 
 // TestLinearizableUnderFaults is the per-push tier: one seeded run of
