@@ -76,9 +76,8 @@ func TestClusterR3(t *testing.T) {
 func TestMinorityWriteNeverApplied(t *testing.T) {
 	c := fleettest.StartCluster(t, fleettest.Options{})
 	ctx := context.Background()
-	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
 	iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "t0"})
 	if err != nil || iw.Outcome != engine.Applied {
 		t.Fatalf("create item: %+v %v", iw, err)

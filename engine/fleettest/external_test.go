@@ -76,9 +76,8 @@ func TestExternalNATS(t *testing.T) {
 		t.Fatal("a node on stream.type nats runs a broker of its own")
 	}
 	ctx := context.Background()
-	if pw, err := n1.Tracker().CreateProject(ctx, engine.WriteOptions{}, "EXT", "External"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := n1.Tracker().CreateProject(ctx, engine.WriteOptions{}, "EXT", "External")
+	enginetest.Landed(t, n1, engine.DomainTracker, pw.WriteResult, err)
 	iw, err := n1.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "EXT", Title: "over the wire"})
 	if err != nil || iw.Outcome != engine.Applied {
 		t.Fatalf("create item: %+v %v", iw, err)

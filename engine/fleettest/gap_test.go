@@ -73,9 +73,8 @@ func TestDeliveryGapFilledFromTheLog(t *testing.T) {
 	n := enginetest.OpenNode(t, node.Config{WriteWait: 500 * time.Millisecond, Hooks: node.Hooks{
 		WrapLog: func(_ engine.Domain, l statelog.Log) statelog.Log { return losingLog{Log: l, drop: &drop} }}})
 	ctx := context.Background()
-	if pw, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "GAP", "Gap"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "GAP", "Gap")
+	enginetest.Landed(t, n, engine.DomainTracker, pw.WriteResult, err)
 	iw, err := n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "GAP", Title: "t0"})
 	if err != nil || iw.Outcome != engine.Applied {
 		t.Fatalf("create item: %+v %v", iw, err)

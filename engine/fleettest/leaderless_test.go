@@ -25,9 +25,8 @@ import (
 func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	c := fleettest.StartCluster(t, fleettest.Options{})
 	ctx := context.Background()
-	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
 	log := c.Node(0).Log(engine.DomainTracker)
 	c.Stop(1)
 	c.Stop(2)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -65,9 +66,8 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	now := func() int64 { return int64(time.Since(origin)) }
 	var hist fleettest.History
 
-	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "LIN", "Linearizability"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "LIN", "Linearizability")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
 	var keys []string
 	for i := 0; i < 3; i++ {
 		call := now()

@@ -40,32 +40,35 @@ func TestPositionsRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := c.Node(2).Register().StartedAt()
-	hist, err := c.Node(0).Register().KV().History(ctx, fleet.Key("n3", engine.DomainTracker))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The history is read through another member, which may not hold the
+	// new process's entries yet: wait for them, then judge the oldest.
 	var first fleet.Position
-	for _, e := range hist {
-		var p fleet.Position
-		if err := json.Unmarshal(e.Value(), &p); err != nil {
-			t.Fatal(err)
+	enginetest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		hist, err := c.Node(0).Register().KV().History(ctx, fleet.Key("n3", engine.DomainTracker))
+		if err != nil {
+			return err
 		}
-		if p.StartedAt.Equal(started) {
-			first = p
-			break
+		for _, e := range hist {
+			var p fleet.Position
+			if err := json.Unmarshal(e.Value(), &p); err != nil {
+				return err
+			}
+			if p.StartedAt.Equal(started) {
+				first = p
+				return nil
+			}
 		}
-	}
+		return fmt.Errorf("no entry of n3's new process (started %v) in the register yet", started)
+	})
 	if first.Seq != 0 || first.AppliedThrough != 0 || !first.BeatAt.IsZero() || first.StartedAt.IsZero() {
 		t.Fatalf("n3 entered the register at %+v, want position zero before its first beat", first)
 	}
 
-	if pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil || pw.Outcome != engine.Applied {
-		t.Fatalf("create project: %+v %v", pw, err)
-	}
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
 	for i := 0; i < 5; i++ {
-		if iw, err := c.Node(i%3).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprint(i)}); err != nil || iw.Outcome != engine.Applied {
-			t.Fatalf("create item: %+v %v", iw, err)
-		}
+		iw, err := c.Node(i%3).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprint(i)})
+		enginetest.Landed(t, c.Node(i%3), engine.DomainTracker, iw.WriteResult, err)
 	}
 	last, err := c.Node(0).Log(engine.DomainTracker).Info(ctx)
 	if err != nil {
@@ -91,9 +94,8 @@ func TestPositionsRegister(t *testing.T) {
 
 	// A stopped node keeps its place, at its last position, and lags.
 	c.Stop(2)
-	if iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "after"}); err != nil || iw.Outcome != engine.Applied {
-		t.Fatalf("create item: %+v %v", iw, err)
-	}
+	iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "after"})
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, iw.WriteResult, err)
 	enginetest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		a, err := c.Node(0).Retention().Answer(ctx)
 		if err != nil {
