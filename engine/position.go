@@ -9,7 +9,8 @@ import (
 // Domain names a replicated domain. Each domain owns one ordered stream.
 type Domain string
 
-// The replicated domains of this build.
+// The domains whose names the contract fixes. A domain is a plug-in
+// (statelog.Spec): nothing in the framework switches on these names.
 const (
 	DomainTracker Domain = "tracker"
 	DomainPages   Domain = "pages"
@@ -20,29 +21,6 @@ const (
 	StreamTracker = "CREWLET_TRACKER_LOG"
 	StreamPages   = "CREWLET_PAGES_LOG"
 )
-
-// StreamOf returns the stream a domain's records are written to.
-func StreamOf(d Domain) string {
-	switch d {
-	case DomainTracker:
-		return StreamTracker
-	case DomainPages:
-		return StreamPages
-	}
-	return ""
-}
-
-// DomainOfStream is the inverse of StreamOf; ok is false for a stream no
-// domain of this build owns.
-func DomainOfStream(stream string) (Domain, bool) {
-	switch stream {
-	case StreamTracker:
-		return DomainTracker, true
-	case StreamPages:
-		return DomainPages, true
-	}
-	return "", false
-}
 
 // Position is a point on one domain's log: the stream, the generation the
 // node's rows are keyed to, and the stream sequence. Inside an answer it is

@@ -64,7 +64,7 @@ func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.ListSpaces(ctx, d.readOptions(ctx, engine.DomainPages))
+		res, err := d.KB.ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListSpaces, "", err), nil
 		}
@@ -162,7 +162,7 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.GetPage(ctx, d.readOptions(ctx, engine.DomainPages), a.str("id"))
+		res, err := d.KB.GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetPage, "", err), nil
 		}
@@ -193,7 +193,7 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			f.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.ListPages(ctx, d.readOptions(ctx, engine.DomainPages), f)
+		res, err := d.KB.ListPages(ctx, d.readOptions(ctx, engine.StreamPages), f)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListPages, "", err), nil
 		}
@@ -260,7 +260,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			q.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.SearchKnowledge(ctx, d.readOptions(ctx, engine.DomainPages), q)
+		res, err := d.KB.SearchKnowledge(ctx, d.readOptions(ctx, engine.StreamPages), q)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameSearchKnowledge, "", err), nil
 		}

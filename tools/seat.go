@@ -60,12 +60,12 @@ func (d Deps) seatWrite(ctx context.Context, tool string, w engine.WriteOptions)
 	return w, nil
 }
 
-// seatFloor is a seat read's floor on one domain's log: the trigger
-// position where it is on that log. A floor on one log never holds up a
-// read of another.
-func seatFloor(ctx context.Context, d engine.Domain) *engine.Position {
+// seatFloor is a seat read's floor on one domain's log (its stream): the
+// trigger position where it is on that log. A floor on one log never
+// holds up a read of another.
+func seatFloor(ctx context.Context, stream string) *engine.Position {
 	t, ok := TurnFrom(ctx)
-	if !ok || t.Trigger == nil || t.Trigger.Stream != engine.StreamOf(d) {
+	if !ok || t.Trigger == nil || t.Trigger.Stream != stream {
 		return nil
 	}
 	p := *t.Trigger

@@ -54,10 +54,10 @@ func (d Deps) takesOpID() bool { return d.Surface == Operator || d.Surface == ""
 // readOptions is what a read of a domain on this surface asks:
 // linearizable, with no level argument (the surface, not the caller, sets
 // the level), and on the seat surface floored at the turn's trigger.
-func (d Deps) readOptions(ctx context.Context, domain engine.Domain) engine.ReadOptions {
+func (d Deps) readOptions(ctx context.Context, stream string) engine.ReadOptions {
 	r := engine.ReadOptions{Level: engine.Linearizable}
 	if d.Surface == Seat {
-		r.MinPosition = seatFloor(ctx, domain)
+		r.MinPosition = seatFloor(ctx, stream)
 	}
 	return r
 }

@@ -160,7 +160,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.ListProjects(ctx, d.readOptions(ctx, engine.DomainTracker))
+		res, err := d.Tracker.ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListProjects, "", err), nil
 		}
@@ -236,7 +236,7 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.GetWorkItem(ctx, d.readOptions(ctx, engine.DomainTracker), a.str("key"))
+		res, err := d.Tracker.GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetWorkItem, "", err), nil
 		}
@@ -277,7 +277,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			limit = int(a.uint("limit"))
 		}
-		res, err := d.Tracker.ListWorkItems(ctx, d.readOptions(ctx, engine.DomainTracker), tracker.ListFilter{
+		res, err := d.Tracker.ListWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), tracker.ListFilter{
 			Project:  a.str("project"),
 			Status:   a.str("status"),
 			Assignee: a.str("assignee"),

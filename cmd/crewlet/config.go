@@ -409,6 +409,24 @@ func validateListen(field, addr string) error {
 	return nil
 }
 
+// logCeilings are the log ceilings the file sets, by their Tier A field;
+// nil when it sets none.
+func (s StreamSection) logCeilings() map[string]int64 {
+	var out map[string]int64
+	for key, v := range map[string]ByteSize{
+		"stream.tracker_log_max_bytes": s.TrackerLogMaxBytes,
+		"stream.pages_log_max_bytes":   s.PagesLogMaxBytes,
+	} {
+		if v != 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[key] = int64(v)
+		}
+	}
+	return out
+}
+
 // NodeConfig maps the file onto node.Config for a node on dataDir. Fields
 // the file leaves unset stay zero, so node.Open applies its defaults.
 func (c *Config) NodeConfig(dataDir string) node.Config {
@@ -417,13 +435,12 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 		DataDir: dataDir,
 		Mode:    c.Node.Mode,
 		Stream: node.StreamConfig{
-			Type:               c.Stream.Type,
-			Sync:               c.Stream.Sync,
-			StoreDir:           c.Stream.StoreDir,
-			StoreMaxBytes:      int64(c.Stream.StoreMaxBytes),
-			TrackerLogMaxBytes: int64(c.Stream.TrackerLogMaxBytes),
-			PagesLogMaxBytes:   int64(c.Stream.PagesLogMaxBytes),
-			Replicas:           c.Stream.Replicas,
+			Type:          c.Stream.Type,
+			Sync:          c.Stream.Sync,
+			StoreDir:      c.Stream.StoreDir,
+			StoreMaxBytes: int64(c.Stream.StoreMaxBytes),
+			LogMaxBytes:   c.Stream.logCeilings(),
+			Replicas:      c.Stream.Replicas,
 			Cluster: node.ClusterConfig{Name: c.Stream.Cluster.Name, Listen: c.Stream.Cluster.Listen,
 				Routes: c.Stream.Cluster.Routes, Advertise: c.Stream.Cluster.Advertise},
 			URLs:   c.Stream.URLs,

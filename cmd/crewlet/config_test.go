@@ -166,8 +166,9 @@ func TestNodeConfig(t *testing.T) {
 	got := c.NodeConfig("d")
 	want := node.Config{
 		Name: "n1", DataDir: "d", Mode: "seal",
-		Stream: node.StreamConfig{Type: "embedded", Sync: "30s", StoreDir: "s", StoreMaxBytes: 1, TrackerLogMaxBytes: 2, PagesLogMaxBytes: 3},
-		Store:  node.StoreConfig{BusyTimeoutSeconds: 7},
+		Stream: node.StreamConfig{Type: "embedded", Sync: "30s", StoreDir: "s", StoreMaxBytes: 1,
+			LogMaxBytes: map[string]int64{"stream.tracker_log_max_bytes": 2, "stream.pages_log_max_bytes": 3}},
+		Store: node.StoreConfig{BusyTimeoutSeconds: 7},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)

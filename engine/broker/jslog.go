@@ -22,6 +22,7 @@ type Log struct {
 	js      jetstream.JetStream
 	stream  jetstream.Stream
 	name    string
+	domain  engine.Domain
 	durable string
 	log     *slog.Logger
 	// drainWait bounds how long closing a reader waits for the broker to
@@ -44,8 +45,8 @@ func (l *Log) SetDrainWait(d time.Duration) {
 var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
-func NewLog(js jetstream.JetStream, s jetstream.Stream, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, durable: ConsumerName(node), drainWait: DefaultDrainWait,
+func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 
@@ -315,8 +316,8 @@ func (l *Log) rebuild(ctx context.Context, checkpoint uint64) (jetstream.Consume
 }
 
 func (l *Log) domainName() string {
-	if d, ok := engine.DomainOfStream(l.name); ok {
-		return string(d)
+	if l.domain != "" {
+		return string(l.domain)
 	}
 	return l.name
 }

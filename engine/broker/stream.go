@@ -19,6 +19,10 @@ type StreamSpec struct {
 	MaxBytes   int64
 	Duplicates time.Duration
 	Replicas   int
+	// Compacted keeps one message per subject (a keyed table), each for
+	// at most MaxAge (0: for ever).
+	Compacted bool
+	MaxAge    time.Duration
 	// Wait bounds how long a clustered boot waits for the JetStream meta
 	// leader and enough peers to place the stream (default 2 min).
 	Wait time.Duration
@@ -76,7 +80,7 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, lo
 		if replicas == 0 {
 			replicas = 1
 		}
-		s, err = js.CreateStream(ctx, jetstream.StreamConfig{
+		sc := jetstream.StreamConfig{
 			Name:       spec.Name,
 			Subjects:   spec.Subjects,
 			Storage:    jetstream.FileStorage,
@@ -85,7 +89,11 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, lo
 			MaxBytes:   spec.MaxBytes,
 			Duplicates: spec.Duplicates,
 			Replicas:   replicas,
-		})
+		}
+		if spec.Compacted {
+			sc.MaxMsgsPerSubject, sc.MaxAge = 1, spec.MaxAge
+		}
+		s, err = js.CreateStream(ctx, sc)
 		created := err == nil
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another node created it first; take it as it is.

@@ -31,7 +31,7 @@ func p50(l []time.Duration) time.Duration {
 
 // trackerLeader names the node leading the tracker stream.
 func trackerLeader(b *testing.B, c *fleettest.Cluster) string {
-	s, err := c.Node(0).Broker().JS.Stream(context.Background(), engine.StreamOf(engine.DomainTracker))
+	s, err := c.Node(0).Broker().JS.Stream(context.Background(), engine.StreamTracker)
 	if err != nil {
 		b.Fatal(err)
 	}

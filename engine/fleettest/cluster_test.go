@@ -27,7 +27,7 @@ func TestClusterR3(t *testing.T) {
 	rec := enginetest.NewRecorder()
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) { cfg.Logger = rec.Logger() }})
 	ctx := context.Background()
-	for _, st := range []string{engine.StreamOf(engine.DomainTracker), engine.StreamOf(engine.DomainPages)} {
+	for _, st := range []string{engine.StreamTracker, engine.StreamPages} {
 		s, err := c.Node(1).Broker().JS.Stream(ctx, st)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	waitApplied(t, c, 3)
 
 	// Cut off a node that does not lead the tracker stream.
-	st, err := c.Node(0).Broker().JS.Stream(ctx, engine.StreamOf(engine.DomainTracker))
+	st, err := c.Node(0).Broker().JS.Stream(ctx, engine.StreamTracker)
 	if err != nil {
 		t.Fatal(err)
 	}

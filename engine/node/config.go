@@ -53,6 +53,8 @@ type Config struct {
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").
 	Holder string
+	// Domains are the domains the node runs, in order (default Builtin()).
+	Domains []statelog.Spec
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
 }
@@ -67,10 +69,11 @@ type StreamConfig struct {
 	StoreDir string
 	// StoreMaxBytes is stream.store_max_bytes (0: the broker's default).
 	StoreMaxBytes int64
-	// TrackerLogMaxBytes and PagesLogMaxBytes are the logs' byte ceilings
-	// (0: DefaultLogMaxBytes).
-	TrackerLogMaxBytes int64
-	PagesLogMaxBytes   int64
+	// LogMaxBytes are the logs' byte ceilings, by the Tier A field each
+	// domain names (statelog.Spec.CeilingKey, e.g.
+	// stream.tracker_log_max_bytes); a log without one takes its
+	// domain's default.
+	LogMaxBytes map[string]int64
 	// DuplicateWindow is the streams' Nats-Msg-Id window (default 2 min).
 	DuplicateWindow time.Duration
 	// Replicas is stream.replicas: the replica count a missing stream is
@@ -135,7 +138,6 @@ type Hooks struct {
 // Defaults.
 const (
 	DefaultDataDir          = "./crewlet-data"
-	DefaultLogMaxBytes      = 1 << 30
 	DefaultDuplicateWindow  = 2 * time.Minute
 	DefaultApplyRetryBudget = 30 * time.Second
 	DefaultWriteWait        = 5 * time.Second

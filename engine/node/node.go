@@ -17,27 +17,23 @@ import (
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/fleet"
-	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/ledger"
 )
 
 // Node is one running data node.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	lock    *os.File
-	broker  *broker.Embedded
-	db      *sql.DB
-	logs    map[engine.Domain]*broker.Log
-	tracker *statelog.Replica
-	svc     *tracker.Service
+	cfg    Config
+	log    *slog.Logger
+	lock   *os.File
+	broker *broker.Embedded
+	db     *sql.DB
+	// domains are the domains this node runs, in the order it was given
+	// them (Config.Domains): each one's spec, log, replica and service.
+	domains []*domain
 	beat    *fleet.Register
-	pages   *statelog.Replica
-	kb      *kb.Service
 	units   *turns.Units
 	estate  *estate.Server
 	stop    chan struct{}
@@ -58,7 +54,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), logs: map[engine.Domain]*broker.Log{}}
+	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode)}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -88,37 +84,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return n, err
 	}
-	for _, d := range []struct {
-		domain   engine.Domain
-		maxBytes int64
-	}{{engine.DomainTracker, cfg.Stream.TrackerLogMaxBytes}, {engine.DomainPages, cfg.Stream.PagesLogMaxBytes}} {
-		s, err := broker.EnsureStream(ctx, n.broker.JS, broker.StreamSpec{Name: engine.StreamOf(d.domain),
-			Subjects: []string{statelog.SubjectPrefix(d.domain) + ">"}, MaxBytes: d.maxBytes, Duplicates: cfg.Stream.DuplicateWindow,
-			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait}, cfg.Logger)
-		if err != nil {
-			return n, err
-		}
-		l := broker.NewLog(n.broker.JS, s, cfg.Name, cfg.Logger)
-		l.SetDrainWait(cfg.DrainWait)
-		n.logs[d.domain] = l
+	if err := n.ensureStreams(ctx); err != nil {
+		return n, err
 	}
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
-	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
-		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
-		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
-	if cfg.Hooks.WrapLog != nil {
-		rc.Log = cfg.Hooks.WrapLog(engine.DomainTracker, rc.Log)
-	}
-	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
-		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainTracker, last) }
-	}
-	if n.tracker, err = statelog.Open(ctx, rc); err != nil {
-		return n, err
-	}
-	n.svc = tracker.NewService(n.tracker, cfg.Clock)
-	if err := n.openPages(ctx); err != nil {
+	if err := n.openReplicas(ctx); err != nil {
 		return n, err
 	}
 	if n.beat, err = fleet.StartRegister(ctx, fleet.RegisterConfig{JS: n.broker.JS, Node: cfg.Name,
@@ -205,11 +177,8 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.Stream.StoreDir == "" {
 		cfg.Stream.StoreDir = filepath.Join(cfg.DataDir, "stream")
 	}
-	if cfg.Stream.TrackerLogMaxBytes == 0 {
-		cfg.Stream.TrackerLogMaxBytes = DefaultLogMaxBytes
-	}
-	if cfg.Stream.PagesLogMaxBytes == 0 {
-		cfg.Stream.PagesLogMaxBytes = DefaultLogMaxBytes
+	if cfg.Domains == nil {
+		cfg.Domains = Builtin()
 	}
 	if cfg.Stream.DuplicateWindow == 0 {
 		cfg.Stream.DuplicateWindow = DefaultDuplicateWindow
@@ -271,65 +240,11 @@ func (n *Node) Units() *turns.Units { return n.units }
 // Name is node.name.
 func (n *Node) Name() string { return n.cfg.Name }
 
-// Tracker is the tracker's service.
-func (n *Node) Tracker() *tracker.Service { return n.svc }
-
-// openPages opens the knowledge base's replica on the pages log, built
-// like the tracker's.
-func (n *Node) openPages(ctx context.Context) error {
-	cfg := n.cfg
-	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainPages], Domain: kb.Domain{},
-		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
-		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
-	if cfg.Hooks.WrapLog != nil {
-		rc.Log = cfg.Hooks.WrapLog(engine.DomainPages, rc.Log)
-	}
-	if h := cfg.Hooks.BeforeApplyCommit; h != nil {
-		rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(engine.DomainPages, last) }
-	}
-	var err error
-	if n.pages, err = statelog.Open(ctx, rc); err != nil {
-		return err
-	}
-	n.kb = kb.NewService(n.pages, cfg.Clock)
-	return nil
-}
-
-// Pages is the knowledge base's service.
-func (n *Node) Pages() *kb.Service { return n.kb }
-
-// Replica returns a domain's replica, nil for a domain this node does not
-// replicate (yet).
-func (n *Node) Replica(d engine.Domain) *statelog.Replica {
-	switch d {
-	case engine.DomainTracker:
-		return n.tracker
-	case engine.DomainPages:
-		return n.pages
-	}
-	return nil
-}
-
 // Mode is the mode the node runs in: normal, maintenance or seal.
 func (n *Node) Mode() string { return n.cfg.Mode }
 
-// Log returns a domain's broker log (tests count records through it).
-func (n *Node) Log(d engine.Domain) *broker.Log { return n.logs[d] }
-
 // Broker is the embedded broker (tests stop it to inject faults).
 func (n *Node) Broker() *broker.Embedded { return n.broker }
-
-// replicas are the node's running domain replicas.
-func (n *Node) replicas() []*statelog.Replica {
-	var out []*statelog.Replica
-	if n.tracker != nil {
-		out = append(out, n.tracker)
-	}
-	if n.pages != nil {
-		out = append(out, n.pages)
-	}
-	return out
-}
 
 // Register is the node's heartbeat in the positions register.
 func (n *Node) Register() *fleet.Register { return n.beat }
@@ -342,8 +257,8 @@ func (n *Node) NodeGates() *fleet.NodeGates {
 // Retention builds the retention answer from this node.
 func (n *Node) Retention() *fleet.Status {
 	logs := map[engine.Domain]statelog.Log{}
-	for d, l := range n.logs {
-		logs[d] = l
+	for _, d := range n.domains {
+		logs[d.spec.Name()] = d.log
 	}
 	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Clock: n.cfg.Clock, Known: n.beat.Known}
 }
@@ -365,11 +280,15 @@ func (n *Node) ServeEstate(h estate.Handler) error {
 }
 
 // OutOfService says why this node's copy cannot serve the estate, nil
-// while it can: the tracker's or the knowledge base's copy is stalled,
-// stopped, evicted, or otherwise refuses for what it is.
+// while it can: the copy of a domain that decides it (Spec.Estate: the
+// tracker's, the knowledge base's) is stalled, stopped, evicted, or
+// otherwise refuses for what it is.
 func (n *Node) OutOfService() *engine.Refusal {
-	for _, r := range n.replicas() {
-		if ref := r.OutOfService(); ref != nil {
+	for _, d := range n.domains {
+		if !d.spec.Estate || d.replica == nil {
+			continue
+		}
+		if ref := d.replica.OutOfService(); ref != nil {
 			return ref
 		}
 	}
@@ -416,11 +335,10 @@ func (n *Node) close() error {
 		close(n.stop)
 		<-n.swept
 	}
-	if n.tracker != nil {
-		n.tracker.Close()
-	}
-	if n.pages != nil {
-		n.pages.Close()
+	for _, d := range n.domains {
+		if d.replica != nil {
+			d.replica.Close()
+		}
 	}
 	if n.broker != nil {
 		n.broker.Close()

@@ -364,7 +364,7 @@ func TestStalled(t *testing.T) {
 // records: the broker still takes one.
 func TestLogFull(t *testing.T) {
 	const ceiling = 16 << 10
-	r := newRig(t, node.Config{Stream: node.StreamConfig{TrackerLogMaxBytes: ceiling}})
+	r := newRig(t, node.Config{Stream: node.StreamConfig{LogMaxBytes: map[string]int64{tracker.Spec.CeilingKey: ceiling}}})
 	seed(t, r.n)
 	ctx := context.Background()
 	var refused error
@@ -378,7 +378,7 @@ func TestLogFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limit := statelog.OrdinaryCeiling(engine.DomainTracker, ceiling); info.Bytes > uint64(limit) {
+	if limit := tracker.Spec.Ordinary(ceiling); info.Bytes > uint64(limit) {
 		t.Fatalf("ordinary appends took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
 	}
 	// Refused before publishing: the log does not move.
@@ -399,7 +399,7 @@ func TestLogFull(t *testing.T) {
 	}
 	a.refused(t, engine.CodeLogFull)
 	info, _ = r.n.Log(engine.DomainTracker).Info(ctx)
-	if limit := statelog.OrdinaryCeiling(engine.DomainTracker, ceiling); info.Bytes > uint64(limit) {
+	if limit := tracker.Spec.Ordinary(ceiling); info.Bytes > uint64(limit) {
 		t.Fatalf("barriers took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
 	}
 	before := r.n.Tracker().Replica().BarrierAppends()

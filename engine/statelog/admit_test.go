@@ -162,16 +162,16 @@ func TestEveryReadCodeHasASentence(t *testing.T) {
 }
 
 func TestOrdinaryCeiling(t *testing.T) {
-	if got := OrdinaryCeiling(engine.DomainTracker, 16<<10); got != 15<<10 {
+	if got := OrdinaryCeiling(true, 16<<10); got != 15<<10 {
 		t.Fatalf("tracker: %d", got)
 	}
-	if got := OrdinaryCeiling(engine.DomainPages, 1<<30); got != 1<<30-1<<26 {
+	if got := OrdinaryCeiling(true, 1<<30); got != 1<<30-1<<26 {
 		t.Fatalf("pages: %d", got)
 	}
-	if got := OrdinaryCeiling("usage", 1<<20); got != 1<<20 {
+	if got := OrdinaryCeiling(false, 1<<20); got != 1<<20 {
 		t.Fatalf("usage keeps all of it: %d", got)
 	}
-	if got := OrdinaryCeiling(engine.DomainTracker, 0); got != 0 {
+	if got := OrdinaryCeiling(true, 0); got != 0 {
 		t.Fatalf("no ceiling: %d", got)
 	}
 }

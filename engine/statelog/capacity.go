@@ -4,19 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/crewlet/crewlet/engine"
 )
 
 // OrdinaryCeiling is the byte ceiling a log's ordinary appends (writes and
-// barriers) are held to under the broker's ceiling max. On the tracker and
-// pages logs it is a sixteenth short of it, the rest kept for gate records
-// so an eviction can still unpin a full log; other logs use all of it.
-func OrdinaryCeiling(d engine.Domain, max int64) int64 {
+// barriers) are held to under the broker's ceiling max. On a log that
+// keeps the gate reserve (the tracker's and the pages') it is a sixteenth
+// short of it, the rest kept for gate records so an eviction can still
+// unpin a full log; other logs use all of it.
+func OrdinaryCeiling(gateReserve bool, max int64) int64 {
 	if max <= 0 {
 		return 0
 	}
-	if d == engine.DomainTracker || d == engine.DomainPages {
+	if gateReserve {
 		return max - max/16
 	}
 	return max
@@ -69,7 +68,7 @@ func (r *Replica) room(ctx context.Context, size uint64) error {
 	c.mu.Lock()
 	max, est := c.max, c.bytes+c.since
 	c.mu.Unlock()
-	limit := OrdinaryCeiling(r.domain, max)
+	limit := OrdinaryCeiling(r.cfg.GateReserve, max)
 	if limit <= 0 {
 		return nil
 	}
@@ -81,7 +80,7 @@ func (r *Replica) room(ctx context.Context, size uint64) error {
 		return nil
 	}
 	c.observe(info)
-	limit = OrdinaryCeiling(r.domain, info.MaxBytes)
+	limit = OrdinaryCeiling(r.cfg.GateReserve, info.MaxBytes)
 	if limit > 0 && info.Bytes+size > uint64(limit) {
 		return fmt.Errorf("%w: %d of %d bytes held, an append of about %d would pass the ordinary ceiling of %d (the last sixteenth is kept for gate records)",
 			ErrLogFull, info.Bytes, info.MaxBytes, size, limit)

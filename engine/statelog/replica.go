@@ -79,6 +79,13 @@ type Config struct {
 	BeforeCommit func(tx *sql.Tx, lastSeq uint64) error
 	// Gates are the framework's gates, asked in order before the domain's.
 	Gates []Gate
+	// GateReserve holds ordinary appends a sixteenth short of the log's
+	// ceiling (Spec.GateReserve).
+	GateReserve bool
+	// Streams names every domain's stream on this node, so an answer
+	// about a record on another domain's log (an op id reused there)
+	// names its position.
+	Streams map[engine.Domain]string
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error

@@ -268,7 +268,10 @@ func (r *Replica) fromLedger(ctx context.Context, op Op, out Written) (bool, Wri
 	if !ok {
 		return false, out, nil
 	}
-	p := engine.Position{Stream: engine.StreamOf(engine.Domain(e.Domain)), Generation: e.Generation, Seq: e.Seq}
+	p := engine.Position{Stream: r.cfg.Streams[engine.Domain(e.Domain)], Generation: e.Generation, Seq: e.Seq}
+	if e.Domain == string(r.domain) {
+		p.Stream = r.stream
+	}
 	if e.OpID != out.OpID || e.Domain != string(r.domain) || (op.Digest != "" && e.Digest != "" && e.Digest != op.Digest) {
 		return true, out, opReused(out.OpID, p, e.Subject)
 	}

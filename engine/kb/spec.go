@@ -1,0 +1,19 @@
+package kb
+
+import (
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// Spec is the knowledge base as the node runs it: the pages log, a log
+// (not compacted) that keeps the gate reserve and decides whether the
+// node serves the estate.
+var Spec = statelog.Spec{
+	Domain:         Domain{},
+	Stream:         engine.StreamPages,
+	CeilingKey:     "stream.pages_log_max_bytes",
+	DefaultCeiling: statelog.FloorCeiling,
+	GateReserve:    true,
+	Estate:         true,
+	Service:        func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
+}

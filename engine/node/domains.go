@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// Builtin are the domains a node runs unless its Config names others:
+// one line a domain.
+func Builtin() []statelog.Spec {
+	return []statelog.Spec{
+		tracker.Spec,
+		kb.Spec,
+	}
+}
+
+// domain is one domain as this node runs it.
+type domain struct {
+	spec    statelog.Spec
+	log     *broker.Log
+	replica *statelog.Replica
+	service any
+}
+
+// ensureStreams creates every domain's stream where it is missing (an
+// existing one is never rewritten) and opens its log.
+func (n *Node) ensureStreams(ctx context.Context) error {
+	cfg := n.cfg
+	for _, sp := range cfg.Domains {
+		ceiling := cfg.Stream.LogMaxBytes[sp.CeilingKey]
+		if ceiling == 0 {
+			ceiling = sp.DefaultCeiling
+		}
+		ss := broker.StreamSpec{Name: sp.Stream, Subjects: sp.Subjects(), MaxBytes: ceiling, Duplicates: cfg.Stream.DuplicateWindow,
+			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait, Compacted: sp.Compacted, MaxAge: sp.MaxAge}
+		s, err := broker.EnsureStream(ctx, n.broker.JS, ss, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		l := broker.NewLog(n.broker.JS, s, sp.Name(), cfg.Name, cfg.Logger)
+		l.SetDrainWait(cfg.DrainWait)
+		n.domains = append(n.domains, &domain{spec: sp, log: l})
+	}
+	return nil
+}
+
+// openReplicas opens every domain's replica on its log, in order, and
+// builds its service.
+func (n *Node) openReplicas(ctx context.Context) error {
+	cfg := n.cfg
+	streams := map[engine.Domain]string{}
+	for _, d := range n.domains {
+		streams[d.spec.Name()] = d.spec.Stream
+	}
+	for _, d := range n.domains {
+		name := d.spec.Name()
+		rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: d.log, Domain: d.spec.Domain,
+			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams,
+			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+		if cfg.Hooks.WrapLog != nil {
+			rc.Log = cfg.Hooks.WrapLog(name, rc.Log)
+		}
+		if h := cfg.Hooks.BeforeApplyCommit; h != nil {
+			rc.BeforeCommit = func(_ *sql.Tx, last uint64) error { return h(name, last) }
+		}
+		r, err := statelog.Open(ctx, rc)
+		if err != nil {
+			return fmt.Errorf("node: open the %s domain: %w", name, err)
+		}
+		d.replica = r
+		if d.spec.Service != nil {
+			d.service = d.spec.Service(r, cfg.Clock)
+		}
+	}
+	return nil
+}
+
+func (n *Node) find(d engine.Domain) *domain {
+	for _, x := range n.domains {
+		if x.spec.Name() == d {
+			return x
+		}
+	}
+	return nil
+}
+
+// Services are the domains' services, by domain: what the surfaces (the
+// tools, the REST and operator routes) are built over.
+func (n *Node) Services() map[engine.Domain]any {
+	out := map[engine.Domain]any{}
+	for _, d := range n.domains {
+		if d.service != nil {
+			out[d.spec.Name()] = d.service
+		}
+	}
+	return out
+}
+
+// Specs are the domains this node runs, in order.
+func (n *Node) Specs() []statelog.Spec {
+	out := make([]statelog.Spec, len(n.domains))
+	for i, d := range n.domains {
+		out[i] = d.spec
+	}
+	return out
+}
+
+// Tracker is the tracker's service, nil on a node that does not run it.
+func (n *Node) Tracker() *tracker.Service {
+	s, _ := n.service(engine.DomainTracker).(*tracker.Service)
+	return s
+}
+
+// Pages is the knowledge base's service, nil on a node that does not run it.
+func (n *Node) Pages() *kb.Service {
+	s, _ := n.service(engine.DomainPages).(*kb.Service)
+	return s
+}
+
+func (n *Node) service(d engine.Domain) any {
+	if x := n.find(d); x != nil {
+		return x.service
+	}
+	return nil
+}
+
+// Replica returns a domain's replica, nil for a domain this node does not
+// replicate.
+func (n *Node) Replica(d engine.Domain) *statelog.Replica {
+	if x := n.find(d); x != nil {
+		return x.replica
+	}
+	return nil
+}
+
+// Log returns a domain's broker log (tests count records through it).
+func (n *Node) Log(d engine.Domain) *broker.Log {
+	if x := n.find(d); x != nil {
+		return x.log
+	}
+	return nil
+}
+
+// replicas are the node's running domain replicas.
+func (n *Node) replicas() []*statelog.Replica {
+	var out []*statelog.Replica
+	for _, d := range n.domains {
+		if d.replica != nil {
+			out = append(out, d.replica)
+		}
+	}
+	return out
+}
