@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
@@ -145,9 +144,8 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Tracker: n.Tracker(), KB: n.Pages(), Logger: logger}))
-	api.Handle("/api/v1/retention", fleet.RetentionHandler(n.Retention()))
-	operator.Mount(api, operator.Config{Tracker: n.Tracker(), KB: n.Pages(), Nodes: n.NodeGates(), Logger: logger})
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
+	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	root := http.NewServeMux()
 	// The health checks want no token: /healthz says the process
 	// answers, /readyz that the node serves.

@@ -91,13 +91,14 @@ func (n *Node) find(d engine.Domain) *domain {
 	return nil
 }
 
-// Services are the domains' services, by domain: what the surfaces (the
-// tools, the REST and operator routes) are built over.
-func (n *Node) Services() map[engine.Domain]any {
-	out := map[engine.Domain]any{}
+// Services are the domains' services, in the node's domain order: what
+// the surfaces (the tools, the REST and operator routes) are built over,
+// each taking from the list the services it knows.
+func (n *Node) Services() []any {
+	var out []any
 	for _, d := range n.domains {
 		if d.service != nil {
-			out[d.spec.Name()] = d.service
+			out = append(out, d.service)
 		}
 	}
 	return out

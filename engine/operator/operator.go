@@ -16,41 +16,43 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
-	"github.com/crewlet/crewlet/engine/kb"
-	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/ledger"
 )
 
-// Tracker is the tracker's purge.
-type Tracker interface {
-	PurgeWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.PurgeResult, error)
+// Route is one operator write route: a POST whose one path wildcard (Arg)
+// names the object, running the write under the op id ?op_id= brings
+// back, digested as the MCP tool (Tool) digests the same call, so an id
+// from either surface comes back on the other.
+type Route struct {
+	Pattern string
+	Tool    string
+	Arg     string
+	Run     func(ctx context.Context, w engine.WriteOptions, value string) (any, error)
 }
 
-// KB is the knowledge base's purge.
-type KB interface {
-	PurgePage(ctx context.Context, w engine.WriteOptions, id string) (kb.PurgeWrite, error)
+// WriteRouter is a service that offers operator write routes: a domain's
+// service (its purge), the node gates.
+type WriteRouter interface {
+	OperatorRoutes() []Route
 }
 
-// NodeGates evicts and readmits nodes.
-type NodeGates interface {
-	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
-	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
+// RoutesOf collects the routes of every service that offers some, in the
+// order given.
+func RoutesOf(services ...any) []Route {
+	var out []Route
+	for _, s := range services {
+		if wr, ok := s.(WriteRouter); ok {
+			out = append(out, wr.OperatorRoutes()...)
+		}
+	}
+	return out
 }
 
-// Config is what the routes act on; a nil part's routes answer not_found.
+// Config is what the operator's routes are and where an internal error
+// is logged.
 type Config struct {
-	Tracker Tracker
-	KB      KB
-	Nodes   NodeGates
-	Logger  *slog.Logger
-}
-
-// Routes are the operator's write routes, as net/http patterns.
-var Routes = []string{
-	"POST /api/v1/work-items/{key}/purge",
-	"POST /api/v1/pages/{id}/purge",
-	"POST /api/v1/nodes/{node}/evict",
-	"POST /api/v1/nodes/{node}/readmit",
+	Routes []Route
+	Logger *slog.Logger
 }
 
 // Mount adds the routes to mux (behind whatever guards the mux).
@@ -60,42 +62,18 @@ func Mount(mux *http.ServeMux, cfg Config) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With(engine.LogComponent, engine.ComponentHTTP)
-	h := func(tool, arg string, run func(ctx context.Context, w engine.WriteOptions, v string) (any, error)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			v := r.PathValue(arg)
-			opts, err := writeOptions(r.URL.RawQuery, tool, arg, v)
+	for _, rt := range cfg.Routes {
+		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v := r.PathValue(rt.Arg)
+			opts, err := writeOptions(r.URL.RawQuery, rt.Tool, rt.Arg, v)
 			if err != nil {
 				answer(w, r, log, nil, err)
 				return
 			}
-			res, err := run(r.Context(), opts, v)
+			res, err := rt.Run(r.Context(), opts, v)
 			answer(w, r, log, res, err)
-		}
+		}))
 	}
-	mux.Handle(Routes[0], h("purge_work_item", "key", func(ctx context.Context, w engine.WriteOptions, v string) (any, error) {
-		if cfg.Tracker == nil {
-			return nil, engine.Refuse(engine.CodeNotFound, "this node serves no tracker.")
-		}
-		return cfg.Tracker.PurgeWorkItem(ctx, w, v)
-	}))
-	mux.Handle(Routes[1], h("purge_page", "id", func(ctx context.Context, w engine.WriteOptions, v string) (any, error) {
-		if cfg.KB == nil {
-			return nil, engine.Refuse(engine.CodeNotFound, "this node serves no knowledge base.")
-		}
-		return cfg.KB.PurgePage(ctx, w, v)
-	}))
-	mux.Handle(Routes[2], h("evict_node", "node", func(ctx context.Context, w engine.WriteOptions, v string) (any, error) {
-		if cfg.Nodes == nil {
-			return nil, engine.Refuse(engine.CodeNotFound, "this node gates no nodes.")
-		}
-		return cfg.Nodes.EvictNode(ctx, w, v)
-	}))
-	mux.Handle(Routes[3], h("readmit_node", "node", func(ctx context.Context, w engine.WriteOptions, v string) (any, error) {
-		if cfg.Nodes == nil {
-			return nil, engine.Refuse(engine.CodeNotFound, "this node gates no nodes.")
-		}
-		return cfg.Nodes.ReadmitNode(ctx, w, v)
-	}))
 }
 
 // writeOptions reads ?op_id= (the only key these routes take) and digests
@@ -139,4 +117,21 @@ func answer(w http.ResponseWriter, r *http.Request, log *slog.Logger, res any, e
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(data)
+}
+
+// NodeGates evicts and readmits nodes of the fleet.
+type NodeGates interface {
+	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
+	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
+}
+
+// NodeGateRoutes are the node gates' write routes: a node's eviction and
+// its readmission.
+func NodeGateRoutes(g NodeGates) []Route {
+	return []Route{
+		{Pattern: "POST /api/v1/nodes/{node}/evict", Tool: "evict_node", Arg: "node",
+			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) { return g.EvictNode(ctx, w, node) }},
+		{Pattern: "POST /api/v1/nodes/{node}/readmit", Tool: "readmit_node", Arg: "node",
+			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) { return g.ReadmitNode(ctx, w, node) }},
+	}
 }

@@ -40,7 +40,7 @@ func TestPurgeRouteTakesItsOpID(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	operator.Mount(mux, operator.Config{Tracker: svc, KB: n.Pages(), Nodes: n.NodeGates()})
+	operator.Mount(mux, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...)})
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
 

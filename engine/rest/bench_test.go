@@ -62,7 +62,7 @@ func newBenchRig(b *testing.B) *benchRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(rest.Handler(rest.Config{Tracker: svc}))
+	srv := httptest.NewServer(rest.Handler(rest.Config{Routes: rest.RoutesOf(svc)}))
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 128}
 	return &benchRig{n: n, srv: srv, pos: &p, cl: &http.Client{Transport: tr}}

@@ -20,7 +20,7 @@ import (
 func TestKBRoutes(t *testing.T) {
 	ctx := context.Background()
 	n := enginetest.OpenNode(t, node.Config{})
-	srv := httptest.NewServer(rest.Handler(rest.Config{Tracker: n.Tracker(), KB: n.Pages(), Logger: enginetest.Logger()}))
+	srv := httptest.NewServer(rest.Handler(rest.Config{Routes: rest.RoutesOf(n.Services()...), Logger: enginetest.Logger()}))
 	t.Cleanup(srv.Close)
 	r := &rig{t: t, n: n, srv: srv}
 	svc := n.Pages()
@@ -53,7 +53,7 @@ func TestKBRoutes(t *testing.T) {
 		t.Fatalf("purged: %d %s", a.status, a.raw)
 	}
 	// Without a knowledge base the routes answer not_found.
-	bare := httptest.NewServer(rest.Handler(rest.Config{Tracker: n.Tracker()}))
+	bare := httptest.NewServer(rest.Handler(rest.Config{Routes: rest.RoutesOf(n.Tracker())}))
 	t.Cleanup(bare.Close)
 	resp, err := http.Get(bare.URL + "/api/v1/spaces")
 	if err != nil {

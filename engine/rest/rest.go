@@ -15,22 +15,32 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/tracker"
 )
 
-// Tracker is the tracker's read side (*tracker.Service).
-type Tracker interface {
-	ListProjects(ctx context.Context, r engine.ReadOptions) (tracker.ProjectList, error)
-	GetWorkItem(ctx context.Context, r engine.ReadOptions, key string) (tracker.ItemRead, error)
-	ListWorkItems(ctx context.Context, r engine.ReadOptions, f tracker.ListFilter) (tracker.ItemList, error)
+// Config is what the read path serves: its routes (every domain's and
+// the replication answer's, RoutesOf the node's services) and where an
+// internal error is logged.
+type Config struct {
+	Routes []Route
+	Logger *slog.Logger
 }
 
-// Config is what the read path serves from. A nil domain's routes answer
-// not_found.
-type Config struct {
-	Tracker Tracker
-	KB      KB
-	Logger  *slog.Logger
+// ReadRouter is a service that offers read routes: a domain's service,
+// the replication answer.
+type ReadRouter interface {
+	ReadRoutes() []Route
+}
+
+// RoutesOf collects the read routes of every service that offers some, in
+// the order given.
+func RoutesOf(services ...any) []Route {
+	var out []Route
+	for _, s := range services {
+		if rr, ok := s.(ReadRouter); ok {
+			out = append(out, rr.ReadRoutes()...)
+		}
+	}
+	return out
 }
 
 // Route is one GET route. Pattern is a net/http path pattern under
@@ -57,35 +67,27 @@ var grammarKeys = []string{KeyReadLevel, KeyMinPosition, KeyMaxLagSeq, KeyMaxLag
 // DefaultLevel is the REST read path's level when the caller names none.
 const DefaultLevel = engine.Stale
 
-// Handler serves the read path's routes, and any extra ones a mounting
-// surface adds (one Route each), under /api/v1/.
-func Handler(cfg Config, extra ...Route) http.Handler {
-	s := &server{cfg: cfg, log: cfg.Logger}
+// Handler serves cfg's routes under /api/v1/.
+func Handler(cfg Config) http.Handler {
+	s := &server{log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.log = s.log.With(engine.LogComponent, engine.ComponentHTTP)
 	mux := http.NewServeMux()
-	for _, rt := range append(s.routes(), extra...) {
+	var patterns []string
+	for _, rt := range cfg.Routes {
 		mux.Handle(rt.Pattern, s.serve(rt))
+		patterns = append(patterns, rt.Pattern)
 	}
 	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
-		s.refuse(w, r, engine.Refuse(engine.CodeNotFound, "there is no read route %s; the routes are %s.", r.URL.Path, strings.Join(s.patterns(extra), ", ")))
+		s.refuse(w, r, engine.Refuse(engine.CodeNotFound, "there is no read route %s; the routes are %s.", r.URL.Path, strings.Join(patterns, ", ")))
 	})
 	return mux
 }
 
 type server struct {
-	cfg Config
 	log *slog.Logger
-}
-
-func (s *server) patterns(extra []Route) []string {
-	var out []string
-	for _, rt := range append(s.routes(), extra...) {
-		out = append(out, rt.Pattern)
-	}
-	return out
 }
 
 // Query is one request's parsed query: the read options from the grammar

@@ -37,7 +37,7 @@ func newRig(t *testing.T, cfg node.Config) *rig {
 		cfg.ReadBudget = 300 * time.Millisecond
 	}
 	n := enginetest.OpenNode(t, cfg)
-	srv := httptest.NewServer(rest.Handler(rest.Config{Tracker: n.Tracker(), Logger: enginetest.Logger()}))
+	srv := httptest.NewServer(rest.Handler(rest.Config{Routes: rest.RoutesOf(n.Tracker()), Logger: enginetest.Logger()}))
 	t.Cleanup(srv.Close)
 	return &rig{t: t, n: n, srv: srv}
 }

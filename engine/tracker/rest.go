@@ -1,0 +1,47 @@
+package tracker
+
+import (
+	"context"
+
+	"github.com/crewlet/crewlet/engine/rest"
+)
+
+// ReadRoutes are the tracker's REST read routes: the same answers as
+// list_projects, list_work_items and get_work_item, at the read level the
+// grammar asks (stale by default).
+func (s *Service) ReadRoutes() []rest.Route {
+	return []rest.Route{
+		{Pattern: "/api/v1/projects", Grammar: true, Serve: s.restProjects},
+		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "limit", "cursor"}, Serve: s.restWorkItems},
+		{Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.restWorkItem},
+	}
+}
+
+// restProjects is GET /api/v1/projects.
+func (s *Service) restProjects(ctx context.Context, q *rest.Query) (any, error) {
+	res, err := s.ListProjects(ctx, q.Read)
+	if res.Projects == nil {
+		res.Projects = []Project{}
+	}
+	return res, err
+}
+
+// restWorkItems is GET /api/v1/work-items?project=ENG&status=…&assignee=…&limit=…&cursor=….
+func (s *Service) restWorkItems(ctx context.Context, q *rest.Query) (any, error) {
+	limit, err := q.Int("limit", 1, MaxListLimit, DefaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.ListWorkItems(ctx, q.Read, ListFilter{
+		Project: q.Str("project"), Status: q.Str("status"), Assignee: q.Str("assignee"), Limit: limit, Cursor: q.Str("cursor"),
+	})
+	if res.Items == nil {
+		res.Items = []WorkItem{}
+	}
+	return res, err
+}
+
+// restWorkItem is GET /api/v1/work-items/{key}.
+func (s *Service) restWorkItem(ctx context.Context, q *rest.Query) (any, error) {
+	return s.GetWorkItem(ctx, q.Read, q.Path("key"))
+}
