@@ -11,5 +11,7 @@ import (
 // page's purge.
 func (s *Service) OperatorRoutes() []operator.Route {
 	return []operator.Route{{Pattern: "POST /api/v1/pages/{id}/purge", Tool: "purge_page", Arg: "id",
-		Run: func(ctx context.Context, w engine.WriteOptions, id string) (any, error) { return s.PurgePage(ctx, w, id) }}}
+		Run: func(ctx context.Context, w engine.WriteOptions, id string) (any, error) {
+			return s.PurgePage(ctx, w, id)
+		}}}
 }

@@ -130,8 +130,12 @@ type NodeGates interface {
 func NodeGateRoutes(g NodeGates) []Route {
 	return []Route{
 		{Pattern: "POST /api/v1/nodes/{node}/evict", Tool: "evict_node", Arg: "node",
-			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) { return g.EvictNode(ctx, w, node) }},
+			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) {
+				return g.EvictNode(ctx, w, node)
+			}},
 		{Pattern: "POST /api/v1/nodes/{node}/readmit", Tool: "readmit_node", Arg: "node",
-			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) { return g.ReadmitNode(ctx, w, node) }},
+			Run: func(ctx context.Context, w engine.WriteOptions, node string) (any, error) {
+				return g.ReadmitNode(ctx, w, node)
+			}},
 	}
 }
