@@ -18,7 +18,7 @@ func TestNodeGateTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	c := inProcess(t, NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages()), WithFleet(n.NodeGates())))
+	c := inProcess(t, NewServer("test", testLogger(t), n.Tracker(), n.Pages(), n.NodeGates()))
 	for _, name := range []string{tools.NameEvictNode, tools.NameReadmitNode} {
 		res := callTool(t, c, name, map[string]any{"node": "n2"})
 		m := object(t, res)
@@ -42,7 +42,7 @@ func TestRetentionStatusTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	s := NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages()), WithFleet(n.NodeGates()), WithRetention(n.Retention()))
+	s := NewServer("test", testLogger(t), n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
 	c := inProcess(t, s)
 	list, err := c.ListTools(ctxT(t), mcpgo.ListToolsRequest{})
 	if err != nil {

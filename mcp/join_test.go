@@ -58,7 +58,7 @@ func TestJoinedNodeMovesOffAnOutOfServiceCopy(t *testing.T) {
 			}
 		},
 		Opened: func(i int, n *node.Node) error {
-			return n.ServeEstate(EstateHandler(NewServer(n.Tracker(), "test", logger, WithKB(n.Pages()), WithFleet(n.NodeGates()))))
+			return n.ServeEstate(EstateHandler(NewServer("test", logger, n.Tracker(), n.Pages(), n.NodeGates())))
 		},
 	})
 	var urls []string
@@ -150,7 +150,7 @@ func TestJoinedNodeWithNoDataNode(t *testing.T) {
 	}
 
 	// Serving, the same node answers; a wrong token is refused at once.
-	if err := n.ServeEstate(EstateHandler(NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages())))); err != nil {
+	if err := n.ServeEstate(EstateHandler(NewServer("test", testLogger(t), n.Tracker(), n.Pages()))); err != nil {
 		t.Fatal(err)
 	}
 	res = callTool(t, cl, "list_projects", map[string]any{})

@@ -33,7 +33,7 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer(n.Tracker(), "test", testLogger(t), WithKB(n.Pages())), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), n.Tracker(), n.Pages()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c := httpClient(t, ts.URL+"/operator/mcp", testToken)

@@ -68,7 +68,7 @@ func start(t *testing.T, c *client.Client) {
 func httpNode(t *testing.T, tr tools.Tracker) (*httptest.Server, string) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer(tr, "test", testLogger(t)), HTTPOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), tr), HTTPOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts, ts.URL + "/operator/mcp"
@@ -174,7 +174,7 @@ func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 }
 
 func TestInProcessToolList(t *testing.T) {
-	checkToolList(t, inProcess(t, NewServer(newFake(), "test", testLogger(t))))
+	checkToolList(t, inProcess(t, NewServer("test", testLogger(t), newFake())))
 }
 
 // badInput is the battery every surface must answer with invalid_argument
@@ -227,14 +227,14 @@ func checkBadInput(t *testing.T, c *client.Client, f *fakeTracker) {
 
 func TestInProcessBadInput(t *testing.T) {
 	f := newFake()
-	checkBadInput(t, inProcess(t, NewServer(f, "test", testLogger(t))), f)
+	checkBadInput(t, inProcess(t, NewServer("test", testLogger(t), f)), f)
 }
 
 func TestPanicBecomesInternalRefusal(t *testing.T) {
 	f := newFake()
 	f.panics = true
 	var logs bytes.Buffer
-	c := inProcess(t, NewServer(f, "test", slog.New(slog.NewJSONHandler(&logs, nil))))
+	c := inProcess(t, NewServer("test", slog.New(slog.NewJSONHandler(&logs, nil)), f))
 	res := callTool(t, c, tools.NameListProjects, nil)
 	if m := object(t, res); !res.IsError || m["refused"] != "internal" {
 		t.Fatalf("got %v", m)
@@ -481,7 +481,7 @@ func TestRemoteServerNodeGone(t *testing.T) {
 
 func TestServeStdio(t *testing.T) {
 	f := newFake()
-	s := NewServer(f, "test", testLogger(t))
+	s := NewServer("test", testLogger(t), f)
 	clientToServer, serverIn := io.Pipe()
 	serverOut, serverToClient := io.Pipe()
 	ctx, cancel := context.WithCancel(ctxT(t))

@@ -25,7 +25,7 @@ func TestRealNodeOverHTTP(t *testing.T) {
 		}
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer(n.Tracker(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
@@ -154,7 +154,7 @@ func TestRealNodeBadInputPublishesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	c := inProcess(t, NewServer(n.Tracker(), "test", testLogger(t)))
+	c := inProcess(t, NewServer("test", testLogger(t), n.Tracker()))
 	if res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
 		t.Fatal(textOf(res))
 	}

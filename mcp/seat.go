@@ -23,19 +23,15 @@ const seatInstructions = "Crewlet is a replicated work tracker. You call its too
 	"Every write answers an outcome: applied; pending (durable, do not retry); unknown (repeat exactly the same call). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
-// NewSeatServer builds the seat MCP server: the seat toolset, whose ids
-// derive from the unit of work in units.
-func NewSeatServer(t tools.Tracker, units tools.Units, version string, logger *slog.Logger, opts ...Option) *server.MCPServer {
+// NewSeatServer builds the seat MCP server over the node's services: the
+// seat toolset, whose ids derive from the unit of work in units.
+func NewSeatServer(units tools.Units, version string, logger *slog.Logger, services ...any) *server.MCPServer {
 	s := server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(seatInstructions),
 		server.WithToolHandlerMiddleware(recovery(componentLogger(logger))),
 	)
-	d := tools.Deps{Tracker: t, Logger: logger, Surface: tools.Seat, Units: units}
-	for _, o := range opts {
-		o(&d)
-	}
-	s.AddTools(tools.Set(d)...)
+	s.AddTools(tools.Set(tools.Deps{Services: services, Logger: logger, Surface: tools.Seat, Units: units})...)
 	return s
 }
 

@@ -35,7 +35,7 @@ func TestSeatTurnRerun(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Tracker(), n.Units(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	url := ts.URL + "/seat/mcp"
@@ -110,7 +110,7 @@ func TestSeatTriggerFloor(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Tracker(), n.Units(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	withTrigger := func(trigger string) *client.Client {

@@ -21,32 +21,16 @@ const instructions = "Crewlet is a replicated work tracker. Reads answer at line
 	"Every write answers an op_id and an outcome: applied; pending (durable, do not retry); unknown (call again with the same arguments and that op_id). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
-// NewServer builds the operator/assistant MCP server over a tracker: the
+// NewServer builds the operator/assistant MCP server over the node's
+// services (each domain's, the node gates, the replication answer): the
 // operator toolset, with recovery (a panicking handler answers internal
-// and is logged, the process keeps serving). Options add the other
-// domains' services (WithKB).
-func NewServer(t tools.Tracker, version string, logger *slog.Logger, opts ...Option) *server.MCPServer {
+// and is logged, the process keeps serving).
+func NewServer(version string, logger *slog.Logger, services ...any) *server.MCPServer {
 	s := newBareServer(version, componentLogger(logger))
 	// tools adds the component key itself.
-	d := tools.Deps{Tracker: t, Logger: logger, Surface: tools.Operator}
-	for _, o := range opts {
-		o(&d)
-	}
-	s.AddTools(tools.Set(d)...)
+	s.AddTools(tools.Set(tools.Deps{Services: services, Logger: logger, Surface: tools.Operator})...)
 	return s
 }
-
-// Option adds a service to the tools a server offers.
-type Option func(*tools.Deps)
-
-// WithKB offers the knowledge base's tools over k.
-func WithKB(k tools.KB) Option { return func(d *tools.Deps) { d.KB = k } }
-
-// WithFleet offers the node-gate tools (evict_node, readmit_node) over f.
-func WithFleet(f tools.Fleet) Option { return func(d *tools.Deps) { d.Fleet = f } }
-
-// WithRetention offers retention_status over r.
-func WithRetention(r tools.Retention) Option { return func(d *tools.Deps) { d.Retention = r } }
 
 // newBareServer is a server with Crewlet's options and no tools.
 //

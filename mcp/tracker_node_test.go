@@ -28,7 +28,7 @@ func TestRealNodeTrackerGestures(t *testing.T) {
 		}
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer(n.Tracker(), "test", testLogger(t)), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
@@ -150,7 +150,7 @@ func TestRealNodeTrackerGestures(t *testing.T) {
 	}
 
 	// The seat toolset over the same node has no purge.
-	seat := inProcess(t, NewSeatServer(n.Tracker(), n.Units(), "test", testLogger(t)))
+	seat := inProcess(t, NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()))
 	list, err := seat.ListTools(ctx, mcpgo.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)

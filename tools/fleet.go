@@ -34,11 +34,23 @@ const (
 	NameRetentionStatus = "retention_status"
 )
 
-// FleetOperator are the node-gate tools: the operator surface only.
-var FleetOperator = []Constructor{EvictNode, ReadmitNode}
+func init() {
+	register(
+		Entry{Build: EvictNode, OperatorOnly: true, Needs: needs[Fleet]},
+		Entry{Build: ReadmitNode, OperatorOnly: true, Needs: needs[Fleet]},
+		Entry{Build: RetentionStatus, Read: true, OperatorOnly: true, Needs: needs[Retention]},
+	)
+}
 
-// RetentionOperator is the replication answer: the operator surface only.
-var RetentionOperator = []Constructor{RetentionStatus}
+func (d Deps) fleet() Fleet {
+	f, _ := service[Fleet](d)
+	return f
+}
+
+func (d Deps) retention() Retention {
+	r, _ := service[Retention](d)
+	return r
+}
 
 // RetentionStatus is retention_status {}: the replication answer.
 func RetentionStatus(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
@@ -50,10 +62,10 @@ func RetentionStatus(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		if d.Retention == nil {
+		if !needs[Retention](d) {
 			return Refused(engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", NameRetentionStatus)), nil
 		}
-		a, err := d.Retention.Answer(ctx)
+		a, err := d.retention().Answer(ctx)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
 		}
@@ -69,7 +81,7 @@ func EvictNode(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return nodeGateTool(d, NameEvictNode, "Evict node",
 		"Remove a data node from the fleet (operator only): from its eviction record on, every record that node appends applies on no node, and its own reads and writes refuse evicted. Run it on another node; readmit_node undoes it.",
 		true, func(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error) {
-			return d.Fleet.EvictNode(ctx, w, node)
+			return d.fleet().EvictNode(ctx, w, node)
 		})
 }
 
@@ -78,7 +90,7 @@ func ReadmitNode(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return nodeGateTool(d, NameReadmitNode, "Readmit node",
 		"Readmit an evicted data node (operator only): what it appends after the readmission applies again; what it appended while evicted stays dropped.",
 		false, func(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error) {
-			return d.Fleet.ReadmitNode(ctx, w, node)
+			return d.fleet().ReadmitNode(ctx, w, node)
 		})
 }
 
@@ -90,7 +102,7 @@ func nodeGateTool(d Deps, name, title, desc string, destructive bool, run func(c
 	ann = append(ann, mcp.WithDestructiveHintAnnotation(destructive))
 	tool := newTool(name, d.writeDesc(desc), params, ann, outputSchema[fleet.NodeGateWrite]())
 	return tool, d.writeHandler(name, params, func(args) *engine.Refusal {
-		if d.Surface == Seat || d.Fleet == nil {
+		if d.Surface == Seat || !needs[Fleet](d) {
 			return engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", name)
 		}
 		return nil

@@ -40,13 +40,25 @@ const (
 	NamePurgePage       = "purge_page"
 )
 
-// KBReads and KBWrites are the knowledge base's tools; KBOperator the ones
-// only the operator surface offers (destructive).
-var (
-	KBReads    = []Constructor{ListSpaces, GetPage, ListPages, SearchKnowledge}
-	KBWrites   = []Constructor{CreateSpace, UpdateSpace, CreatePage, UpdatePage}
-	KBOperator = []Constructor{PurgePage}
-)
+func init() {
+	kb := needs[KB]
+	register(
+		Entry{Build: ListSpaces, Read: true, Needs: kb},
+		Entry{Build: GetPage, Read: true, Needs: kb},
+		Entry{Build: ListPages, Read: true, Needs: kb},
+		Entry{Build: SearchKnowledge, Read: true, Needs: kb},
+		Entry{Build: CreateSpace, Needs: kb},
+		Entry{Build: UpdateSpace, Needs: kb},
+		Entry{Build: CreatePage, Needs: kb},
+		Entry{Build: UpdatePage, Needs: kb},
+		Entry{Build: PurgePage, OperatorOnly: true, Needs: kb},
+	)
+}
+
+func (d Deps) kb() KB {
+	k, _ := service[KB](d)
+	return k
+}
 
 var (
 	spaceKeyDesc = "Space key: 2 to 10 upper-case letters and digits, starting with a letter (for example DOCS); list_spaces lists them."
@@ -64,7 +76,7 @@ func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
+		res, err := d.kb().ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListSpaces, "", err), nil
 		}
@@ -89,7 +101,7 @@ func CreateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		outputSchema[kb.SpaceWrite]())
 	return tool, d.writeHandler(NameCreateSpace, params, func(a args) *engine.Refusal { return checkSpaceKey("key", a.str("key")) },
 		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-			res, err := d.KB.CreateSpace(ctx, w, a.str("key"), a.str("name"))
+			res, err := d.kb().CreateSpace(ctx, w, a.str("key"), a.str("name"))
 			d.explain(&res.WriteResult)
 			return res.WriteResult, res, err
 		})
@@ -119,7 +131,7 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		return nil
 	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-		res, err := d.KB.UpdateSpace(ctx, w, a.str("key"), a.uint("if_match"), kb.SpacePatch{
+		res, err := d.kb().UpdateSpace(ctx, w, a.str("key"), a.uint("if_match"), kb.SpacePatch{
 			Name:         a.strPtr("name"),
 			PageTemplate: a.strPtr("page_template"),
 			Editing:      a.strPtr("editing"),
@@ -145,7 +157,7 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		outputSchema[kb.PageWrite]())
 	return tool, d.writeHandler(NameCreatePage, params, func(a args) *engine.Refusal { return checkSpaceKey("space", a.str("space")) },
 		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-			res, err := d.KB.CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
+			res, err := d.kb().CreatePage(ctx, w, kb.NewPage{Space: a.str("space"), Title: a.str("title"), Body: a.str("body"), Parent: a.str("parent")})
 			d.explain(&res.WriteResult)
 			return res.WriteResult, res, err
 		})
@@ -162,7 +174,7 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.KB.GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
+		res, err := d.kb().GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetPage, "", err), nil
 		}
@@ -193,7 +205,7 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			f.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.ListPages(ctx, d.readOptions(ctx, engine.StreamPages), f)
+		res, err := d.kb().ListPages(ctx, d.readOptions(ctx, engine.StreamPages), f)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListPages, "", err), nil
 		}
@@ -228,7 +240,7 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		return nil
 	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-		res, err := d.KB.UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
+		res, err := d.kb().UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
 			Title:  a.strPtr("title"),
 			Body:   a.strPtr("body"),
 			Parent: a.strPtr("parent"),
@@ -260,7 +272,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			q.Limit = int(a.uint("limit"))
 		}
-		res, err := d.KB.SearchKnowledge(ctx, d.readOptions(ctx, engine.StreamPages), q)
+		res, err := d.kb().SearchKnowledge(ctx, d.readOptions(ctx, engine.StreamPages), q)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameSearchKnowledge, "", err), nil
 		}
@@ -296,7 +308,7 @@ func PurgePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), NamePurgePage, "", werr), nil
 		}
-		res, err := d.KB.PurgePage(ctx, w, a.str("id"))
+		res, err := d.kb().PurgePage(ctx, w, a.str("id"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NamePurgePage, opOf(res.WriteResult, w), err), nil
 		}

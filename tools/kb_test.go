@@ -19,7 +19,7 @@ func kbTools(t *testing.T) (*node.Node, map[string]server.ServerTool) {
 	t.Helper()
 	n := enginetest.OpenNode(t, node.Config{})
 	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Tracker: &fakeTracker{}, KB: n.Pages(), Surface: Operator}) {
+	for _, st := range Set(Deps{Services: []any{&fakeTracker{}, n.Pages()}, Surface: Operator}) {
 		out[st.Tool.Name] = st
 	}
 	return n, out
@@ -42,8 +42,8 @@ func TestKBToolsInTheSet(t *testing.T) {
 		return out
 	}
 	// A typed nil service: the definitions do not call it.
-	with := names(Deps{KB: (*kb.Service)(nil), Surface: Operator})
-	without := names(Deps{Surface: Operator})
+	with := names(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Operator})
+	without := names(Deps{Services: []any{&fakeTracker{}}, Surface: Operator})
 	for _, name := range kbNames {
 		if !with[name] {
 			t.Errorf("%s missing from the operator set", name)
@@ -52,7 +52,7 @@ func TestKBToolsInTheSet(t *testing.T) {
 			t.Errorf("%s offered with no knowledge base", name)
 		}
 	}
-	if names(Deps{KB: (*kb.Service)(nil), Surface: Seat})[NamePurgePage] {
+	if names(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Seat})[NamePurgePage] {
 		t.Error("purge_page offered on the seat surface: it is operator only")
 	}
 }
@@ -69,7 +69,7 @@ func TestKBAnnotations(t *testing.T) {
 		NameUpdatePage:      {false, false, true, false},
 		NamePurgePage:       {false, true, true, false},
 	}
-	for _, st := range Set(Deps{KB: (*kb.Service)(nil), Surface: Operator}) {
+	for _, st := range Set(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Operator}) {
 		w, ok := want[st.Tool.Name]
 		if !ok {
 			continue

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -13,32 +14,50 @@ import (
 
 // Surface names who calls the tools. The surfaces differ in what a call
 // brings: the operator MCP and the assistant over stdio take an optional
-// op_id on writes and read at linearizable; the seat surface (a later
-// issue) derives op ids from the unit of work and floors its reads, so it
-// gets its own Surface and its own read and write options here.
+// op_id on writes and read at linearizable; the seat surface derives op
+// ids from the unit of work and floors its reads; the read-only surface
+// offers the reads alone.
 type Surface string
 
-// The surfaces this build serves.
+// The surfaces this build serves. Every toolset is a filter over one
+// catalogue (see offers); there is no default surface.
 const (
 	// Operator is the operator MCP over HTTP and the assistant over stdio:
-	// the same toolset, reads at linearizable, writes take op_id.
+	// every tool, reads at linearizable, writes take op_id.
 	Operator Surface = "operator"
+	// ReadOnly offers the reads of every domain and nothing that writes.
+	ReadOnly Surface = "read-only"
 )
 
 // Deps is what every tool constructor is built from.
 type Deps struct {
-	Tracker Tracker
-	// KB is the knowledge base; nil leaves its tools out of the set.
-	KB KB
-	// Fleet is the node gate; nil leaves evict_node and readmit_node out.
-	Fleet Fleet
-	// Retention is the replication answer; nil leaves retention_status out.
-	Retention Retention
+	// Services are what the tools call: each domain's service, the node
+	// gates and the replication answer. A tool is in the set only where a
+	// service it calls is (Entry.Needs), so a node without a knowledge
+	// base offers none of its tools.
+	Services []any
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
 	// Units derives a seat's op ids (the seat surface only).
 	Units Units
+}
+
+// service is the first of d's services that is a T.
+func service[T any](d Deps) (T, bool) {
+	for _, s := range d.Services {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// needs is an Entry.Needs: d has a service that is a T.
+func needs[T any](d Deps) bool {
+	_, ok := service[T](d)
+	return ok
 }
 
 func (d Deps) logger() *slog.Logger {
@@ -49,7 +68,7 @@ func (d Deps) logger() *slog.Logger {
 }
 
 // takesOpID reports whether writes on this surface take an op_id argument.
-func (d Deps) takesOpID() bool { return d.Surface == Operator || d.Surface == "" }
+func (d Deps) takesOpID() bool { return d.Surface == Operator }
 
 // readOptions is what a read of a domain on this surface asks:
 // linearizable, with no level argument (the surface, not the caller, sets
@@ -86,23 +105,50 @@ func (d Deps) writeOptions(ctx context.Context, tool string, a args) (engine.Wri
 // Constructor builds one tool: its definition and its handler.
 type Constructor func(Deps) (mcp.Tool, server.ToolHandlerFunc)
 
-// TrackerReads and TrackerWrites are the tracker's tools, split by read
-// versus write so a read-only toolset is one line.
-var (
-	TrackerReads  = []Constructor{ListProjects, GetWorkItem, ListWorkItems, SearchWorkItems}
-	TrackerWrites = []Constructor{CreateProject, CreateWorkItem, UpdateWorkItem,
-		CommentOnWorkItem, MoveWorkItem, MergeWorkItems, TrashWorkItem, RestoreWorkItem}
-	// TrackerOperatorOnly are the tracker's tools no seat gets.
-	TrackerOperatorOnly = []Constructor{PurgeWorkItem}
-)
+// Entry is one tool of the catalogue: how to build it, and what decides
+// the toolsets it is in.
+type Entry struct {
+	Build Constructor
+	// Read says the tool changes nothing: it is in the read-only toolset.
+	Read bool
+	// OperatorOnly keeps the tool off the seat surface (purges, node
+	// gates, the replication answer).
+	OperatorOnly bool
+	// Needs says whether d has the service the tool calls.
+	Needs func(d Deps) bool
+}
 
-// Set builds the tools of one surface from its dependencies.
+// catalogue is every tool once, each domain's entries registered by its
+// own tools file (register, from an init).
+var catalogue []Entry
+
+// register adds a domain's tools to the catalogue.
+func register(entries ...Entry) { catalogue = append(catalogue, entries...) }
+
+// offers reports whether surface s offers tool e.
+func (s Surface) offers(e Entry) bool {
+	switch s {
+	case Operator:
+		return true
+	case Seat:
+		return !e.OperatorOnly
+	case ReadOnly:
+		return e.Read
+	}
+	return false
+}
+
+// Set builds the tools of one surface: the catalogue's entries the surface
+// offers whose services d has. A Deps that names no surface is a wiring
+// mistake, never the operator's toolset.
 func Set(d Deps) []server.ServerTool {
-	ctors := constructors(d.Surface, d.KB != nil, d.Fleet != nil, d.Retention != nil)
-	out := make([]server.ServerTool, 0, len(ctors))
-	for _, c := range ctors {
-		t, h := c(d)
-		out = append(out, server.ServerTool{Tool: t, Handler: h})
+	mustSurface(d.Surface)
+	var out []server.ServerTool
+	for _, e := range catalogue {
+		if d.Surface.offers(e) && e.Needs(d) {
+			t, h := e.Build(d)
+			out = append(out, server.ServerTool{Tool: t, Handler: h})
+		}
 	}
 	return out
 }
@@ -111,37 +157,21 @@ func Set(d Deps) []server.ServerTool {
 // their handlers: what a node without the data role offers, sending each
 // call on to a data node.
 func Definitions(s Surface) []mcp.Tool {
-	ctors := constructors(s, true, true, true)
-	out := make([]mcp.Tool, 0, len(ctors))
-	for _, c := range ctors {
-		t, _ := c(Deps{Surface: s})
-		out = append(out, t)
+	mustSurface(s)
+	var out []mcp.Tool
+	for _, e := range catalogue {
+		if s.offers(e) {
+			t, _ := e.Build(Deps{Surface: s})
+			out = append(out, t)
+		}
 	}
 	return out
 }
 
-// constructors are the tools of a surface: the knowledge base's where kb,
-// the node gates where fleet, the replication answer where retention.
-func constructors(s Surface, kb, fleet, retention bool) []Constructor {
-	var ctors []Constructor
+func mustSurface(s Surface) {
 	switch s {
-	case Operator, "", Seat:
-		ctors = append(append(ctors, TrackerReads...), TrackerWrites...)
-		if kb {
-			ctors = append(append(ctors, KBReads...), KBWrites...)
-			if s != Seat {
-				ctors = append(ctors, KBOperator...)
-			}
-		}
+	case Operator, Seat, ReadOnly:
+		return
 	}
-	if s == Operator || s == "" {
-		ctors = append(ctors, TrackerOperatorOnly...)
-		if fleet {
-			ctors = append(ctors, FleetOperator...)
-		}
-		if retention {
-			ctors = append(ctors, RetentionOperator...)
-		}
-	}
-	return ctors
+	panic(fmt.Sprintf("tools: surface %q is not one of operator, seat, read-only: name the surface the toolset is for", s))
 }

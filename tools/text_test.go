@@ -10,6 +10,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/tracker"
 )
 
 // maxMessage bounds a refusal's message in these tests: a sentence and a
@@ -124,8 +125,8 @@ func TestQuote(t *testing.T) {
 // refuses.
 func TestEveryTextArgumentIsBounded(t *testing.T) {
 	for _, d := range []Deps{
-		{Surface: Operator, KB: (*kb.Service)(nil), Fleet: (*fleet.NodeGates)(nil), Retention: (*fleet.Status)(nil)},
-		{Surface: Seat, KB: (*kb.Service)(nil)},
+		{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil), (*fleet.Status)(nil)}},
+		{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil)}},
 	} {
 		for _, st := range Set(d) {
 			for name, prop := range st.Tool.InputSchema.Properties {

@@ -24,7 +24,7 @@ import (
 func operatorTools(t *testing.T, f *fakeTracker, logger *slog.Logger) map[string]server.ServerTool {
 	t.Helper()
 	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Tracker: f, Logger: logger, Surface: Operator}) {
+	for _, st := range Set(Deps{Services: []any{f}, Logger: logger, Surface: Operator}) {
 		out[st.Tool.Name] = st
 	}
 	return out
@@ -187,7 +187,7 @@ func TestToolSnaps(t *testing.T) {
 	for _, surface := range []struct {
 		deps Deps
 		dir  string
-	}{{Deps{Surface: Operator, KB: (*kb.Service)(nil), Fleet: (*fleet.NodeGates)(nil)}, "__toolsnaps__"}, {Deps{Surface: Seat, KB: (*kb.Service)(nil), Fleet: (*fleet.NodeGates)(nil)}, filepath.Join("__toolsnaps__", "seat")}} {
+	}{{Deps{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil)}}, "__toolsnaps__"}, {Deps{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil)}}, filepath.Join("__toolsnaps__", "seat")}} {
 		seen := map[string]bool{}
 		for _, st := range Set(surface.deps) {
 			path := filepath.Join(surface.dir, st.Tool.Name+".snap")

@@ -31,6 +31,30 @@ type Tracker interface {
 	SearchWorkItems(ctx context.Context, r engine.ReadOptions, query, project string, limit int) (tracker.SearchResult, error)
 }
 
+func init() {
+	tracker := needs[Tracker]
+	register(
+		Entry{Build: ListProjects, Read: true, Needs: tracker},
+		Entry{Build: GetWorkItem, Read: true, Needs: tracker},
+		Entry{Build: ListWorkItems, Read: true, Needs: tracker},
+		Entry{Build: SearchWorkItems, Read: true, Needs: tracker},
+		Entry{Build: CreateProject, Needs: tracker},
+		Entry{Build: CreateWorkItem, Needs: tracker},
+		Entry{Build: UpdateWorkItem, Needs: tracker},
+		Entry{Build: CommentOnWorkItem, Needs: tracker},
+		Entry{Build: MoveWorkItem, Needs: tracker},
+		Entry{Build: MergeWorkItems, Needs: tracker},
+		Entry{Build: TrashWorkItem, Needs: tracker},
+		Entry{Build: RestoreWorkItem, Needs: tracker},
+		Entry{Build: PurgeWorkItem, OperatorOnly: true, Needs: tracker},
+	)
+}
+
+func (d Deps) tracker() Tracker {
+	t, _ := service[Tracker](d)
+	return t
+}
+
 // Tool names, fixed by the contract.
 const (
 	NameCreateProject     = "create_project"
@@ -141,7 +165,7 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, "", werr), nil
 		}
-		res, err := d.Tracker.CreateProject(ctx, w, a.str("key"), a.str("name"))
+		res, err := d.tracker().CreateProject(ctx, w, a.str("key"), a.str("name"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
 		}
@@ -160,7 +184,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if _, r := parseArgs(req, params); r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
+		res, err := d.tracker().ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameListProjects, "", err), nil
 		}
@@ -205,7 +229,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), NameCreateWorkItem, "", werr), nil
 		}
-		res, err := d.Tracker.CreateWorkItem(ctx, w, tracker.NewWorkItem{
+		res, err := d.tracker().CreateWorkItem(ctx, w, tracker.NewWorkItem{
 			Project:     a.str("project"),
 			Title:       a.str("title"),
 			Description: a.str("description"),
@@ -236,7 +260,7 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r != nil {
 			return Refused(r), nil
 		}
-		res, err := d.Tracker.GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"))
+		res, err := d.tracker().GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NameGetWorkItem, "", err), nil
 		}
@@ -277,7 +301,7 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if a.has("limit") {
 			limit = int(a.uint("limit"))
 		}
-		res, err := d.Tracker.ListWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), tracker.ListFilter{
+		res, err := d.tracker().ListWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), tracker.ListFilter{
 			Project:  a.str("project"),
 			Status:   a.str("status"),
 			Assignee: a.str("assignee"),
@@ -353,7 +377,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), NameUpdateWorkItem, "", werr), nil
 		}
-		res, err := d.Tracker.UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
+		res, err := d.tracker().UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
 			Title:          a.strPtr("title"),
 			Description:    a.strPtr("description"),
 			Status:         a.strPtr("status"),

@@ -84,7 +84,7 @@ func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			if t, ok := TurnFrom(ctx); ok && d.Surface == Seat {
 				author = t.Seat
 			}
-			return d.Tracker.CommentOnWorkItem(ctx, w, a.str("key"), author, a.str("body"))
+			return d.tracker().CommentOnWorkItem(ctx, w, a.str("key"), author, a.str("body"))
 		},
 	}.build(d)
 }
@@ -101,7 +101,7 @@ func MoveWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		idempotent: true,
 		check:      func(a args) *engine.Refusal { return checkProjectKey("project", a.str("project")) },
 		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
-			return d.Tracker.MoveWorkItem(ctx, w, a.str("key"), a.str("project"))
+			return d.tracker().MoveWorkItem(ctx, w, a.str("key"), a.str("project"))
 		},
 	}.build(d)
 }
@@ -127,7 +127,7 @@ func MergeWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			return nil
 		},
 		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
-			return d.Tracker.MergeWorkItems(ctx, w, a.str("into"), a.strs("duplicates"))
+			return d.tracker().MergeWorkItems(ctx, w, a.str("into"), a.strs("duplicates"))
 		},
 	}.build(d)
 }
@@ -142,7 +142,7 @@ func TrashWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Idempotent: trashing what is in the trash changes nothing.
 		destructive: true, idempotent: true,
 		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
-			return d.Tracker.TrashWorkItem(ctx, w, a.str("key"))
+			return d.tracker().TrashWorkItem(ctx, w, a.str("key"))
 		},
 	}.build(d)
 }
@@ -154,7 +154,7 @@ func RestoreWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		desc:       "Bring a trashed item and the subtree its trash took back out of the trash. Answers a step per item.",
 		idempotent: true,
 		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
-			return d.Tracker.RestoreWorkItem(ctx, w, a.str("key"))
+			return d.tracker().RestoreWorkItem(ctx, w, a.str("key"))
 		},
 	}.build(d)
 }
@@ -186,7 +186,7 @@ func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if werr != nil {
 			return Failed(ctx, d.logger(), NamePurgeWorkItem, "", werr), nil
 		}
-		res, err := d.Tracker.PurgeWorkItem(ctx, w, a.str("key"))
+		res, err := d.tracker().PurgeWorkItem(ctx, w, a.str("key"))
 		if err != nil {
 			return Failed(ctx, d.logger(), NamePurgeWorkItem, opOf(res.WriteResult, w), err), nil
 		}
@@ -219,7 +219,7 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		// No level and no floor: the service reads the index as applied,
 		// and the answer says so in its note.
-		res, err := d.Tracker.SearchWorkItems(ctx, engine.ReadOptions{}, a.str("query"), a.str("project"), limit)
+		res, err := d.tracker().SearchWorkItems(ctx, engine.ReadOptions{}, a.str("query"), a.str("project"), limit)
 		if err != nil {
 			return Failed(ctx, d.logger(), NameSearchWorkItems, "", err), nil
 		}

@@ -159,7 +159,7 @@ func (fakeUnits) Call(context.Context, string, string, string) (time.Time, int, 
 func seatTools(t *testing.T, f *fakeTracker) map[string]server.ServerTool {
 	t.Helper()
 	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Tracker: f, Surface: Seat, Units: fakeUnits{}}) {
+	for _, st := range Set(Deps{Services: []any{f}, Surface: Seat, Units: fakeUnits{}}) {
 		out[st.Tool.Name] = st
 	}
 	return out
@@ -201,7 +201,7 @@ func TestSeatSurfaceHasNoPurgeAndSignsComments(t *testing.T) {
 		t.Errorf("a seat could sign as someone else: %s", text(res))
 	}
 	// Built for a seat anyway, purge refuses before the service.
-	t2, h := PurgeWorkItem(Deps{Tracker: f, Surface: Seat, Units: fakeUnits{}})
+	t2, h := PurgeWorkItem(Deps{Services: []any{f}, Surface: Seat, Units: fakeUnits{}})
 	f.calls = nil
 	res = seatCall(t, server.ServerTool{Tool: t2, Handler: h}, `{"key":"ENG-1"}`)
 	if !res.IsError || len(f.calls) != 0 || !strings.Contains(message(t, res), "operators only") {

@@ -178,7 +178,7 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 			logger.Error("node close failed", engine.LogErr, err)
 		}
 	}()
-	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
+	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
 	// A data node serves the estate to nodes without data whatever its
 	// surface.
 	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {

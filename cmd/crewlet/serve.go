@@ -134,7 +134,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: append(AllowedHosts(ln.Addr()), o.Config.HTTP.AllowedHosts...),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
+	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
 	// Nodes without the data role reach the estate through this node
 	// while its copy is in service, over the broker's client port or a
 	// peer's.
@@ -143,7 +143,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Tracker(), n.Units(), Version(), logger, mcp.WithKB(n.Pages())), opts))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages()), opts))
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	root := http.NewServeMux()
