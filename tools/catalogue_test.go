@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -59,7 +60,7 @@ func TestSeatCatalogue(t *testing.T) {
 // tool whose read-only hint is set and nothing else, and a Deps that
 // names no surface builds nothing rather than the operator's toolset.
 func TestToolsetsAreFiltersOverOneCatalogue(t *testing.T) {
-	all := []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil), (*fleet.Status)(nil)}
+	all := []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil)}
 	names := func(s Surface) map[string]bool {
 		out := map[string]bool{}
 		for _, st := range Set(Deps{Surface: s, Services: all}) {

@@ -8,16 +8,17 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // Fleet is the node gate: evicting and readmitting data nodes (operator
-// only). *fleet.NodeGates satisfies it.
+// only). *statelog.NodeGates satisfies it.
 type Fleet interface {
-	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
-	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
+	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error)
+	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error)
 }
 
-var _ Fleet = (*fleet.NodeGates)(nil)
+var _ Fleet = (*statelog.NodeGates)(nil)
 
 // Retention answers about replication: how far each data node has
 // applied each log. *fleet.Status satisfies it.
@@ -80,7 +81,7 @@ var nodeParam = param{name: "node", kind: kindString, required: true, nonEmpty: 
 func EvictNode(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return nodeGateTool(d, NameEvictNode, "Evict node",
 		"Remove a data node from the fleet (operator only): from its eviction record on, every record that node appends applies on no node, and its own reads and writes refuse evicted. Run it on another node; readmit_node undoes it.",
-		true, func(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error) {
+		true, func(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error) {
 			return d.fleet().EvictNode(ctx, w, node)
 		})
 }
@@ -89,18 +90,18 @@ func EvictNode(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 func ReadmitNode(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	return nodeGateTool(d, NameReadmitNode, "Readmit node",
 		"Readmit an evicted data node (operator only): what it appends after the readmission applies again; what it appended while evicted stays dropped.",
-		false, func(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error) {
+		false, func(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error) {
 			return d.fleet().ReadmitNode(ctx, w, node)
 		})
 }
 
-func nodeGateTool(d Deps, name, title, desc string, destructive bool, run func(context.Context, engine.WriteOptions, string) (fleet.NodeGateWrite, error)) (mcp.Tool, server.ToolHandlerFunc) {
+func nodeGateTool(d Deps, name, title, desc string, destructive bool, run func(context.Context, engine.WriteOptions, string) (statelog.NodeGateWrite, error)) (mcp.Tool, server.ToolHandlerFunc) {
 	params := d.withOpID([]param{nodeParam})
 	ann := writeAnnotations(title, true)
 	// Idempotent: gating a node that stands so changes nothing. Eviction is
 	// destructive: that node's later appends are lost to the fleet.
 	ann = append(ann, mcp.WithDestructiveHintAnnotation(destructive))
-	tool := newTool(name, d.writeDesc(desc), params, ann, outputSchema[fleet.NodeGateWrite]())
+	tool := newTool(name, d.writeDesc(desc), params, ann, outputSchema[statelog.NodeGateWrite]())
 	return tool, d.writeHandler(name, params, func(args) *engine.Refusal {
 		if d.Surface == Seat || !needs[Fleet](d) {
 			return engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", name)

@@ -10,6 +10,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -125,7 +126,7 @@ func TestQuote(t *testing.T) {
 // refuses.
 func TestEveryTextArgumentIsBounded(t *testing.T) {
 	for _, d := range []Deps{
-		{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil), (*fleet.Status)(nil)}},
+		{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil)}},
 		{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil)}},
 	} {
 		for _, st := range Set(d) {

@@ -15,8 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/internal/mcptest"
 )
@@ -187,7 +187,7 @@ func TestToolSnaps(t *testing.T) {
 	for _, surface := range []struct {
 		deps Deps
 		dir  string
-	}{{Deps{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil)}}, "__toolsnaps__"}, {Deps{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*fleet.NodeGates)(nil)}}, filepath.Join("__toolsnaps__", "seat")}} {
+	}{{Deps{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil)}}, "__toolsnaps__"}, {Deps{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil)}}, filepath.Join("__toolsnaps__", "seat")}} {
 		seen := map[string]bool{}
 		for _, st := range Set(surface.deps) {
 			path := filepath.Join(surface.dir, st.Tool.Name+".snap")

@@ -250,8 +250,8 @@ func (n *Node) Broker() *broker.Embedded { return n.broker }
 func (n *Node) Register() *fleet.Register { return n.beat }
 
 // NodeGates evicts and readmits nodes of the fleet (operator only).
-func (n *Node) NodeGates() *fleet.NodeGates {
-	return &fleet.NodeGates{Replicas: n.replicas(), Clock: n.cfg.Clock}
+func (n *Node) NodeGates() *statelog.NodeGates {
+	return &statelog.NodeGates{Replicas: n.replicas(), Clock: n.cfg.Clock}
 }
 
 // Retention builds the retention answer from this node.

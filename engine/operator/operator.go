@@ -15,7 +15,7 @@ import (
 	"net/url"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -121,8 +121,8 @@ func answer(w http.ResponseWriter, r *http.Request, log *slog.Logger, res any, e
 
 // NodeGates evicts and readmits nodes of the fleet.
 type NodeGates interface {
-	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
-	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (fleet.NodeGateWrite, error)
+	EvictNode(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error)
+	ReadmitNode(ctx context.Context, w engine.WriteOptions, node string) (statelog.NodeGateWrite, error)
 }
 
 // NodeGateRoutes are the node gates' write routes: a node's eviction and

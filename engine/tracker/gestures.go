@@ -12,107 +12,83 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/ledger"
 )
 
-// walk runs a gesture's steps in order. Each step is its own record under
-// an op id derived from the gesture's and the task the step writes; a step
-// answered unknown ends the walk, and the gesture answers unknown under
-// its own id, so a call that brings that id back answers every landed step
-// from the ledger and finishes the rest.
+// walk is a tracker gesture: the framework's walk (statelog.Walk), its
+// steps named by the task they write, answered as an ItemWrite.
 type walk struct {
-	s     *Service
-	op    statelog.Op
-	out   ItemWrite
-	ended bool
-}
-
-func (s *Service) newWalk(op statelog.Op) *walk {
-	return &walk{s: s, op: op, out: ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String(), Outcome: engine.Applied}, Steps: []Step{}}}
-}
-
-// step writes one step; ok is false when the walk must end (the step is
-// unknown, or refused: err then says why).
-func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.Decide) (ok bool, err error) {
-	if w.ended {
-		return false, nil
-	}
-	if len(w.out.Steps) >= MaxGestureSteps {
-		return false, invalid("the gesture would take more than %d steps; split it.", MaxGestureSteps)
-	}
-	sid, err := ledger.Step(w.op.ID, verb, id)
-	if err != nil {
-		return false, err
-	}
-	// A step is vouched for exactly as its gesture is, under the same
-	// argument digest. A client key past its mint window is judged at the
-	// gesture's first step: one that landed there makes every later step
-	// a retry of a gesture that began in time.
-	op := statelog.Op{ID: sid, Digest: w.op.Digest, Vouched: w.op.Vouched, Late: w.op.Late && len(w.out.Steps) == 0}
-	return w.record(ctx, op, verb, task, decide)
+	s  *Service
+	wk *statelog.Walk
+	// oneSided are the items whose mirror nobody can vouch for.
+	oneSided []string
+	// single says the walk was one record: its answer reports no steps.
+	single bool
 }
 
 // pendingStepWait bounds how long a gesture waits for a pending step's
 // rows before it stops its walk.
 const pendingStepWait = 5 * time.Second
 
-// record writes one record under op (the gesture's own id for its first
-// step where that step is the whole write, a step id otherwise).
+func (s *Service) newWalk(op statelog.Op) *walk {
+	wk := statelog.NewWalk(op)
+	wk.PendingWait, wk.MaxSteps = pendingStepWait, MaxGestureSteps
+	return &walk{s: s, wk: wk}
+}
+
+// step writes one step; ok is false when the walk must end (the step is
+// unknown, pending past the wait, or refused: err then says why).
+func (w *walk) step(ctx context.Context, verb, id, task string, decide statelog.Decide) (bool, error) {
+	return w.wk.Step(ctx, w.s.replica, verb, id, task, func(ctx context.Context, op statelog.Op) (statelog.Written, error) {
+		return w.s.replica.Write(ctx, op, decide)
+	})
+}
+
+// record writes one record under op, the gesture's own id for its first
+// step where that step is the whole write.
 func (w *walk) record(ctx context.Context, op statelog.Op, verb, task string, decide statelog.Decide) (bool, error) {
-	wr, err := w.s.replica.Write(ctx, op, decide)
-	st := Step{Action: verb, Task: task, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position}
-	if err != nil {
-		st.Outcome = ""
-		w.out.Steps = append(w.out.Steps, st)
-		w.ended = true
-		return false, err
+	return w.wk.Record(ctx, w.s.replica, op, verb, "", task, func(ctx context.Context, op statelog.Op) (statelog.Written, error) {
+		return w.s.replica.Write(ctx, op, decide)
+	})
+}
+
+// answer is the walk as an ItemWrite: its steps, its outcome and, where a
+// step ended it, what to do.
+func (w *walk) answer() ItemWrite {
+	wk := w.wk
+	out := ItemWrite{WriteResult: engine.WriteResult{OpID: wk.Op.ID.String(), Outcome: wk.Outcome, Position: wk.Position}, Steps: []Step{}, OneSided: w.oneSided}
+	for _, st := range wk.Steps {
+		out.Steps = append(out.Steps, Step{Action: st.Verb, Task: st.Label, OpID: st.OpID, Outcome: st.Outcome, Position: st.Position})
 	}
-	w.out.Steps = append(w.out.Steps, st)
-	w.out.Position = wr.Position
-	switch wr.Outcome {
-	case engine.Unknown:
-		w.ended = true
-		w.out.Outcome = engine.Unknown
-		w.out.Position = ""
-		w.out.Message = fmt.Sprintf("Step %s of %s (op %s) is unknown, so the walk stopped there and nothing after it was written. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.",
-			verb, task, op.ID, w.op.ID)
-		return false, nil
-	case engine.Pending:
-		// The next step decides against this one's rows (its children, its
-		// new key): wait for them here rather than decide on a guess, but
-		// no longer than a write waits for its own record. Past that the
-		// walk stops: what landed is durable, and running the gesture again
-		// under its id answers it and finishes the rest.
-		wctx, cancel := context.WithTimeout(ctx, pendingStepWait)
-		err := w.s.replica.WaitApplied(wctx, wr.Seq)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			w.ended = true
-			w.out.Outcome = engine.Pending
-			w.out.Message = fmt.Sprintf("Step %s of %s (op %s) is durable at %s but this node has not applied it yet, so the walk stopped before the steps that depend on it. Do not retry at once: once this node has caught up, call again with op_id %s and the same arguments to finish the rest; what landed is answered, not repeated.",
-				verb, task, op.ID, wr.Position, w.op.ID)
-			return false, nil
+	if w.single {
+		out.Steps = nil
+	}
+	if stop := wk.Stop; stop != nil {
+		switch stop.Outcome {
+		case engine.Unknown:
+			out.Message = fmt.Sprintf("Step %s of %s (op %s) is unknown, so the walk stopped there and nothing after it was written. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.",
+				stop.Verb, stop.Label, stop.OpID, wk.Op.ID)
+		case engine.Pending:
+			out.Message = fmt.Sprintf("Step %s of %s (op %s) is durable at %s but this node has not applied it yet, so the walk stopped before the steps that depend on it. Do not retry at once: once this node has caught up, call again with op_id %s and the same arguments to finish the rest; what landed is answered, not repeated.",
+				stop.Verb, stop.Label, stop.OpID, stop.Position, wk.Op.ID)
 		}
 	}
-	return true, nil
+	return out
 }
 
 // finish renders the gesture's answer with the item it is about.
 func (w *walk) finish(ctx context.Context, id string, err error) (ItemWrite, error) {
+	out := w.answer()
 	if err != nil {
-		return w.out, err
+		return out, err
 	}
-	if w.out.Outcome == engine.Applied && id != "" {
+	if out.Outcome == engine.Applied && id != "" {
 		if it, rerr := w.s.readItemByID(ctx, id); rerr == nil {
-			w.out.Item = &it
+			out.Item = &it
 		} else if !errors.Is(rerr, sql.ErrNoRows) {
-			return w.out, rerr
+			return out, rerr
 		}
 	}
-	return w.out, nil
+	return out, nil
 }
 
 // lookup resolves a key at consistent_prefix after this node's own last
@@ -233,8 +209,8 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 				RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: adds, RemoveEdges: removes}}, nil
 	})
 	if !ok || len(adds)+len(removes) == 0 {
-		if len(wk.out.Steps) == 1 && err == nil && wk.out.Outcome == engine.Applied {
-			wk.out.Steps = nil // a single record: no walk to report
+		if len(wk.wk.Steps) == 1 && err == nil && wk.wk.Outcome == engine.Applied {
+			wk.single = true // a single record: no walk to report
 		}
 		if err != nil {
 			// A refusal of the update itself answers as before: no steps.
@@ -242,7 +218,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 		}
 		if !ok {
 			// The authored edges nobody can vouch for get no mirror.
-			return wk.out, nil
+			return wk.answer(), nil
 		}
 		return wk.finish(ctx, id, nil)
 	}
@@ -318,8 +294,10 @@ func checkNoCycle(ctx context.Context, tx *sql.Tx, id, parent string) error {
 // mirrors finishes a create's dependencies: each mirror as a step.
 func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first ItemWrite, adds, removes []edgeRef) (ItemWrite, error) {
 	wk := s.newWalk(op)
-	wk.out.Steps = []Step{{Action: "create", Task: s.keyOf(ctx, id), OpID: op.ID.String(), Outcome: first.Outcome, Position: first.Position}}
-	wk.out.Position = first.Position
+	// The create itself was written under the gesture's own id before
+	// the walk: it is the walk's first step.
+	wk.wk.Steps = []statelog.WalkStep{{Verb: "create", Object: id, Label: s.keyOf(ctx, id), OpID: op.ID.String(), Outcome: first.Outcome, Position: first.Position}}
+	wk.wk.Position = first.Position
 	return s.mirrorsOn(ctx, wk, id, adds, removes)
 }
 
@@ -356,13 +334,13 @@ func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, remo
 			return &statelog.Proposal{Kind: KindMirrorEdges, Subject: itemSubject(o), Scope: []string{"item:" + o, "item:" + id}, Payload: m}, nil
 		})
 		if err != nil {
-			return wk.out, err
+			return wk.answer(), err
 		}
 		if !ok {
 			for _, rest := range others[i:] {
-				wk.out.OneSided = append(wk.out.OneSided, s.keyOf(ctx, rest))
+				wk.oneSided = append(wk.oneSided, s.keyOf(ctx, rest))
 			}
-			return wk.out, nil
+			return wk.answer(), nil
 		}
 	}
 	return wk.finish(ctx, id, nil)
@@ -482,7 +460,7 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		}
 		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? AND trashed = 0 ORDER BY doc`, id)
 		if err != nil {
-			return wk.out, err
+			return wk.answer(), err
 		}
 		queue = append(queue, kids...)
 	}
@@ -580,7 +558,7 @@ func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key 
 		}
 		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? AND (trashed = 0 OR trash_root = ?) ORDER BY doc`, id, root)
 		if err != nil {
-			return wk.out, err
+			return wk.answer(), err
 		}
 		queue = append(queue, kids...)
 	}
@@ -609,7 +587,7 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 		queue = queue[1:]
 		in, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE id = ? AND trashed != 0 AND trash_root = ?`, id, root)
 		if err != nil {
-			return wk.out, err
+			return wk.answer(), err
 		}
 		if len(in) == 1 {
 			ifMatch := uint64(0)
@@ -628,7 +606,7 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 		}
 		kids, err := s.queryIDs(ctx, `SELECT id FROM tracker_items WHERE parent = ? ORDER BY doc`, id)
 		if err != nil {
-			return wk.out, err
+			return wk.answer(), err
 		}
 		queue = append(queue, kids...)
 	}
@@ -744,8 +722,8 @@ func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project
 				Payload: bulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status}}, nil
 		})
 		if !ok {
-			return wk.out, err
+			return wk.answer(), err
 		}
 	}
-	return wk.out, nil
+	return wk.answer(), nil
 }

@@ -1,4 +1,4 @@
-package fleet
+package statelog
 
 import (
 	"context"
@@ -6,16 +6,15 @@ import (
 	"regexp"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/ledger"
 )
 
 // NodeGates evicts a node from the fleet and readmits it: one node-gate
 // record on every domain's log, each a step of the operation named by
-// its domain. On every node the eviction gate then drops every record the
-// evicted node publishes after its eviction record, until a readmission.
+// its domain. On every node the eviction gate (evict.go) then drops every
+// record the evicted node publishes after its eviction record, until a
+// readmission.
 type NodeGates struct {
-	Replicas []*statelog.Replica
+	Replicas []*Replica
 	Clock    engine.Clock
 }
 
@@ -47,6 +46,9 @@ func (g *NodeGates) ReadmitNode(ctx context.Context, w engine.WriteOptions, node
 	return g.gate(ctx, w, node, false)
 }
 
+// gate walks every log: a step per domain, named by it, so a re-run
+// under the id finishes the rest. Any step that is not applied ends the
+// walk (a node gate waits for no pending step).
 func (g *NodeGates) gate(ctx context.Context, w engine.WriteOptions, node string, evict bool) (NodeGateWrite, error) {
 	if !nodeNameRE.MatchString(node) {
 		return NodeGateWrite{}, engine.Refuse(engine.CodeInvalidArgument, "node %q is not a node name (node.name: letters, digits, '.', '_' and '-'); crewlet retention status lists the fleet's nodes.", node)
@@ -55,30 +57,29 @@ func (g *NodeGates) gate(ctx context.Context, w engine.WriteOptions, node string
 	if evict {
 		verb = "evict"
 	}
-	op, err := statelog.OpFor(g.Clock.Now(), w, verb, node)
+	op, err := OpFor(g.Clock.Now(), w, verb, node)
 	out := NodeGateWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}, Node: node, Evicted: evict, Steps: []GateStep{}}
 	if err != nil {
 		return out, err
 	}
-	out.Outcome = engine.Applied
+	wk := NewWalk(op)
+	var stepErr error
 	for _, r := range g.Replicas {
-		// Each log's record is a step named by its domain, never by its
-		// place in the walk, so a re-run under the id finishes the rest.
-		sid, err := ledger.Step(op.ID, verb, string(r.Domain()))
-		if err != nil {
-			return out, err
+		domain := string(r.Domain())
+		ok, err := wk.Step(ctx, r, verb, domain, domain, func(ctx context.Context, sop Op) (Written, error) {
+			return r.GateNode(ctx, sop, node, evict)
+		})
+		if err != nil || !ok {
+			stepErr = err
+			break
 		}
-		wr, err := r.GateNode(ctx, statelog.Op{ID: sid, Digest: op.Digest, Vouched: op.Vouched}, node, evict)
-		out.Steps = append(out.Steps, GateStep{Domain: string(r.Domain()), OpID: sid.String(), Outcome: wr.Outcome, Position: wr.Position})
-		if err != nil {
-			return out, err
-		}
-		if wr.Outcome != engine.Applied {
-			out.Outcome = wr.Outcome
-			out.Message = fmt.Sprintf("The %s log's step is %s, so the gate stopped there. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.", r.Domain(), wr.Outcome, op.ID)
-			return out, nil
-		}
-		out.Position = wr.Position
 	}
-	return out, nil
+	for _, st := range wk.Steps {
+		out.Steps = append(out.Steps, GateStep{Domain: st.Label, OpID: st.OpID, Outcome: st.Outcome, Position: st.Position})
+	}
+	out.Outcome, out.Position = wk.Outcome, wk.Position
+	if stop := wk.Stop; stop != nil && stop.Outcome != "" {
+		out.Message = fmt.Sprintf("The %s log's step is %s, so the gate stopped there. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.", stop.Label, stop.Outcome, op.ID)
+	}
+	return out, stepErr
 }
