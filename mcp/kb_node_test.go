@@ -133,11 +133,11 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := n.Pages().Replica().WaitApplied(wctx, ack.Seq); err != nil {
+	if err := n.Replica(engine.DomainPages).WaitApplied(wctx, ack.Seq); err != nil {
 		t.Fatal(err)
 	}
 	refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
-	if gate, _, dropped, err := n.Pages().Replica().GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
+	if gate, _, dropped, err := n.Replica(engine.DomainPages).GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
 		t.Fatalf("stale record at %d: gate %q dropped %v %v", ack.Seq, gate, dropped, err)
 	}
 

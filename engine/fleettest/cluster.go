@@ -127,7 +127,7 @@ func (c *Cluster) Settle(within time.Duration) error {
 		}
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := n.Tracker().Replica().Read(ctx, engine.ReadOptions{Level: engine.Linearizable}, func(context.Context, *sql.Tx) error { return nil })
+			_, err := n.Replica(engine.DomainTracker).Read(ctx, engine.ReadOptions{Level: engine.Linearizable}, func(context.Context, *sql.Tx) error { return nil })
 			cancel()
 			if err == nil {
 				break

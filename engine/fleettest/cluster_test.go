@@ -175,7 +175,7 @@ func waitApplied(t *testing.T, c *fleettest.Cluster, n int) {
 			if err != nil {
 				return err
 			}
-			if a := nd.Tracker().Replica().Applied(); a < info.LastSeq {
+			if a := nd.Replica(engine.DomainTracker).Applied(); a < info.LastSeq {
 				return fmt.Errorf("n%d applied %d < %d", i+1, a, info.LastSeq)
 			}
 		}

@@ -26,7 +26,7 @@ func Converged(ctx context.Context, c *Cluster) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Name(), err)
 		}
-		if a := n.Tracker().Replica().Applied(); a < info.LastSeq {
+		if a := n.Replica(engine.DomainTracker).Applied(); a < info.LastSeq {
 			return fmt.Errorf("%s applied %d of %d", n.Name(), a, info.LastSeq)
 		}
 		h, err := TableHashes(ctx, n.DB())

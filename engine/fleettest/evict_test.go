@@ -29,10 +29,10 @@ func TestEvictAndReadmit(t *testing.T) {
 		t.Fatalf("evict: %+v %v", ev, err)
 	}
 	pos, _ := engine.ParsePosition(ev.Steps[0].Position)
-	if err := evicted.Tracker().Replica().WaitApplied(ctx, pos.Seq); err != nil {
+	if err := evicted.Replica(engine.DomainTracker).WaitApplied(ctx, pos.Seq); err != nil {
 		t.Fatal(err)
 	}
-	if !evicted.Tracker().Replica().Evicted() {
+	if !evicted.Replica(engine.DomainTracker).Evicted() {
 		t.Fatal("the evicted node does not know it")
 	}
 	title := "from the evicted node"
@@ -53,7 +53,7 @@ func TestEvictAndReadmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < c.Size(); i++ {
-		r := c.Node(i).Tracker().Replica()
+		r := c.Node(i).Replica(engine.DomainTracker)
 		if err := r.WaitApplied(ctx, ack.Seq); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestEvictAndReadmit(t *testing.T) {
 		t.Fatalf("readmit: %+v %v", re, err)
 	}
 	pos, _ = engine.ParsePosition(re.Steps[0].Position)
-	if err := evicted.Tracker().Replica().WaitApplied(ctx, pos.Seq); err != nil {
+	if err := evicted.Replica(engine.DomainTracker).WaitApplied(ctx, pos.Seq); err != nil {
 		t.Fatal(err)
 	}
 	title = "readmitted"

@@ -32,7 +32,7 @@ func TestPurgeGatesEveryNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < c.Size(); i++ {
-		r := c.Node(i).Tracker().Replica()
+		r := c.Node(i).Replica(engine.DomainTracker)
 		if err := r.WaitApplied(ctx, ack.Seq); err != nil {
 			t.Fatalf("node %d: %v", i, err)
 		}

@@ -124,7 +124,7 @@ func waitApplied(t *testing.T, n *node.Node, seq uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	if err := n.Pages().Replica().WaitApplied(ctx, seq); err != nil {
+	if err := n.Replica(engine.DomainPages).WaitApplied(ctx, seq); err != nil {
 		t.Fatalf("not applied through %d: %v", seq, err)
 	}
 }

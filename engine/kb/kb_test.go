@@ -246,7 +246,7 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = n.Pages().Replica().Write(bg, statelog.Op{ID: op, Digest: "stale-decision", Vouched: true}, func(context.Context, *sql.Tx) (*statelog.Proposal, error) {
+	_, err = n.Replica(engine.DomainPages).Write(bg, statelog.Op{ID: op, Digest: "stale-decision", Vouched: true}, func(context.Context, *sql.Tx) (*statelog.Proposal, error) {
 		return &statelog.Proposal{Kind: kb.KindUpdatePage, Subject: pageSubject(doomed.ID), Scope: []string{"space:DOCS", "page:" + doomed.ID},
 			Payload: map[string]any{"id": doomed.ID, "title": "stale decision"}}, nil
 	})

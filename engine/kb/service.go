@@ -18,12 +18,22 @@ import (
 // Service is the knowledge base's decide side: it validates input, decides
 // against the local rows, and hands records to the write path.
 type Service struct {
-	replica *statelog.Replica
+	replica Replica
 	clock   engine.Clock
 }
 
+// Replica is what the knowledge base needs of its replica
+// (*statelog.Replica): the write path, the read path, positions, and
+// statements prepared once per connection inside a read.
+type Replica interface {
+	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
+	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
+	Position(seq uint64) engine.Position
+	QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
+}
+
 // NewService builds the service over the pages replica.
-func NewService(r *statelog.Replica, clock engine.Clock) *Service {
+func NewService(r Replica, clock engine.Clock) *Service {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
@@ -32,7 +42,7 @@ func NewService(r *statelog.Replica, clock engine.Clock) *Service {
 
 // Replica is the pages replica (tests and benchmarks reach the framework
 // through it).
-func (s *Service) Replica() *statelog.Replica { return s.replica }
+func (s *Service) Replica() Replica { return s.replica }
 
 var (
 	spaceKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)

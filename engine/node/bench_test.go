@@ -18,6 +18,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -79,9 +80,9 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("coalesce=%v/c=%d", coalesce, conc), func(b *testing.B) {
 				svc := benchNode(b)
-				svc.Replica().SetCoalescing(coalesce)
+				svc.Replica().(*statelog.Replica).SetCoalescing(coalesce)
 				ctx := context.Background()
-				before := svc.Replica().BarrierAppends()
+				before := svc.Replica().(*statelog.Replica).BarrierAppends()
 				b.ResetTimer()
 				t0 := time.Now()
 				var wg sync.WaitGroup
@@ -102,7 +103,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 				el := time.Since(t0)
 				b.StopTimer()
 				b.ReportMetric(float64(per*conc)/el.Seconds(), "reads/s")
-				b.ReportMetric(float64(svc.Replica().BarrierAppends()-before)/float64(per*conc), "barriers/read")
+				b.ReportMetric(float64(svc.Replica().(*statelog.Replica).BarrierAppends()-before)/float64(per*conc), "barriers/read")
 			})
 		}
 	}
@@ -197,9 +198,9 @@ func BenchmarkApplyDrain(b *testing.B) {
 		// Timed from when the open returns: what the applier drains from
 		// then on, over how long it takes.
 		t0 := time.Now()
-		from := n.Tracker().Replica().Applied()
+		from := n.Replica(engine.DomainTracker).Applied()
 		last := uint64(records + 1)
-		if err := n.Tracker().Replica().WaitApplied(ctx, last); err != nil {
+		if err := n.Replica(engine.DomainTracker).WaitApplied(ctx, last); err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(t0)

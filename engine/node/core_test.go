@@ -80,8 +80,8 @@ func TestChildKilledBeforeApplyCommit(t *testing.T) {
 	n = enginetest.OpenNode(t, node.Config{DataDir: dir})
 	before := lastSeq(t, n)
 	enginetest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		if n.Tracker().Replica().Applied() < before {
-			return fmt.Errorf("applied %d < %d", n.Tracker().Replica().Applied(), before)
+		if n.Replica(engine.DomainTracker).Applied() < before {
+			return fmt.Errorf("applied %d < %d", n.Replica(engine.DomainTracker).Applied(), before)
 		}
 		return nil
 	})

@@ -124,7 +124,7 @@ func TestSecondCopyAppliesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Tracker().Replica().WaitApplied(ctx, ack.Seq); err != nil {
+	if err := n.Replica(engine.DomainTracker).WaitApplied(ctx, ack.Seq); err != nil {
 		t.Fatal(err)
 	}
 	if c := count(t, n, `SELECT count(*) FROM tracker_items`); c != 1 {

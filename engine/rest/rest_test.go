@@ -187,9 +187,9 @@ func TestReadGrammar(t *testing.T) {
 			t.Fatalf("%s: lag presence wrong: %s", l, a.raw)
 		}
 	}
-	before := r.n.Tracker().Replica().BarrierAppends()
+	before := r.n.Replica(engine.DomainTracker).BarrierAppends()
 	r.get("/api/v1/projects", q("read_level", "linearizable")).served(t, engine.Linearizable)
-	if r.n.Tracker().Replica().BarrierAppends() == before {
+	if r.n.Replica(engine.DomainTracker).BarrierAppends() == before {
 		t.Fatal("a linearizable read appended no barrier")
 	}
 
@@ -301,7 +301,7 @@ func TestBrokerUnreachable(t *testing.T) {
 	// weakens to consistent_prefix and says so.
 	pctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	st := r.n.Tracker().Replica().Replication(pctx)
+	st := r.n.Replica(engine.DomainTracker).Replication(pctx)
 	if st.Level != engine.ConsistentPrefix || st.Lag != nil || !strings.Contains(st.Note, "unmeasurable") || st.LogEnd != nil {
 		t.Fatalf("replication answer without a broker: %+v", st)
 	}
@@ -312,7 +312,7 @@ func TestBrokerUnreachable(t *testing.T) {
 func TestReplicationAnswer(t *testing.T) {
 	r := newRig(t, node.Config{})
 	seed(t, r.n)
-	st := r.n.Tracker().Replica().Replication(context.Background())
+	st := r.n.Replica(engine.DomainTracker).Replication(context.Background())
 	if st.Level != engine.Stale || st.Lag == nil || st.Lag.Seq != 0 || st.LogEnd == nil || st.LogEnd.Seq != lastSeq(t, r.n) || !st.Complete {
 		t.Fatalf("replication answer: %+v", st)
 	}
@@ -402,12 +402,12 @@ func TestLogFull(t *testing.T) {
 	if limit := tracker.Spec.Ordinary(ceiling); info.Bytes > uint64(limit) {
 		t.Fatalf("barriers took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
 	}
-	before := r.n.Tracker().Replica().BarrierAppends()
+	before := r.n.Replica(engine.DomainTracker).BarrierAppends()
 	a = r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeLogFull)
 	if !strings.Contains(a.body["message"].(string), "set-capacity") {
 		t.Fatalf("log_full says nothing to do: %s", a.raw)
 	}
-	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); r.n.Tracker().Replica().BarrierAppends() != before || now.LastSeq != info.LastSeq {
+	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); r.n.Replica(engine.DomainTracker).BarrierAppends() != before || now.LastSeq != info.LastSeq {
 		t.Fatal("a barrier was appended on a full log")
 	}
 	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
@@ -527,7 +527,7 @@ func TestIncompleteAndDeferred(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.n.Tracker().Replica().WaitApplied(ctx, ack.Sequence); err != nil {
+		if err := r.n.Replica(engine.DomainTracker).WaitApplied(ctx, ack.Sequence); err != nil {
 			t.Fatal(err)
 		}
 		return ack.Sequence

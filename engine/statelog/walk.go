@@ -49,6 +49,12 @@ type WalkStep struct {
 	Seq      uint64
 }
 
+// Waiter waits for this node to apply a sequence (*Replica): a walk
+// waits for a pending step's rows before the next step decides.
+type Waiter interface {
+	WaitApplied(ctx context.Context, seq uint64) error
+}
+
 // StepWrite writes one step's record under op.
 type StepWrite func(ctx context.Context, op Op) (Written, error)
 
@@ -58,7 +64,7 @@ func NewWalk(op Op) *Walk { return &Walk{Op: op, Outcome: engine.Applied} }
 // Step writes one step under the op id derived from the gesture's, the
 // verb and the object; ok is false when the walk has ended (the step was
 // refused, err says why, or it is unknown, or pending past the wait).
-func (w *Walk) Step(ctx context.Context, r *Replica, verb, object, label string, write StepWrite) (bool, error) {
+func (w *Walk) Step(ctx context.Context, r Waiter, verb, object, label string, write StepWrite) (bool, error) {
 	if w.Stop != nil {
 		return false, nil
 	}
@@ -79,7 +85,7 @@ func (w *Walk) Step(ctx context.Context, r *Replica, verb, object, label string,
 
 // Record writes one step under op itself: the gesture's own id, for a
 // first record that is the whole write where nothing follows it.
-func (w *Walk) Record(ctx context.Context, r *Replica, op Op, verb, object, label string, write StepWrite) (bool, error) {
+func (w *Walk) Record(ctx context.Context, r Waiter, op Op, verb, object, label string, write StepWrite) (bool, error) {
 	wr, err := write(ctx, op)
 	st := WalkStep{Verb: verb, Object: object, Label: label, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position, Seq: wr.Seq}
 	if err != nil {

@@ -53,7 +53,7 @@ func BenchmarkBulkApplyDrain(b *testing.B) {
 	b.ReportMetric(rows/bare.Seconds(), "bare-rows/s")
 	b.ReportMetric(bare.Seconds()/bulk.Seconds(), "ratio-to-bare")
 	b.ReportMetric(bulk.Seconds()/float64(b.N), "bulk-s/op")
-	st := r.svc.Replica().ApplyStats()
+	st := r.n.Replica(engine.DomainTracker).ApplyStats()
 	b.ReportMetric(float64(st.LongestTxRows), "longest-tx-rows")
 	b.ReportMetric(st.LongestTx.Seconds(), "longest-tx-s")
 }

@@ -16,12 +16,26 @@ import (
 // Service is the tracker's decide side: it validates input, decides
 // against the local rows, and hands records to the write path.
 type Service struct {
-	replica *statelog.Replica
+	replica Replica
 	clock   engine.Clock
 }
 
+// Replica is what the tracker needs of its replica (*statelog.Replica):
+// the write path, the read path, settling a refusal at the log's end, and
+// statements prepared once per connection inside a read.
+type Replica interface {
+	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
+	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
+	ReadObject(ctx context.Context, opts engine.ReadOptions, fn statelog.ObjectReadFunc) (engine.ReadInfo, error)
+	Settle(ctx context.Context, fn func(ctx context.Context) error) error
+	WaitApplied(ctx context.Context, seq uint64) error
+	Position(seq uint64) engine.Position
+	QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
+	Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error)
+}
+
 // NewService builds the service over the tracker's replica.
-func NewService(r *statelog.Replica, clock engine.Clock) *Service {
+func NewService(r Replica, clock engine.Clock) *Service {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
@@ -30,7 +44,7 @@ func NewService(r *statelog.Replica, clock engine.Clock) *Service {
 
 // Replica is the tracker's replica (tests and benchmarks reach the
 // framework through it).
-func (s *Service) Replica() *statelog.Replica { return s.replica }
+func (s *Service) Replica() Replica { return s.replica }
 
 var (
 	projectKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)

@@ -103,7 +103,7 @@ func TestPurgeGatesEveryLaterRecord(t *testing.T) {
 		t.Fatal("a record published after the purge resurrected the task")
 	}
 	for _, seq := range []uint64{ack.Seq, ack2.Seq} {
-		gate, writer, ok, err := r.svc.Replica().GatedAt(ctx, seq)
+		gate, writer, ok, err := r.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
 		if err != nil || !ok || gate != "deleted" || writer != "n9" {
 			t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v", seq, ok, gate, writer, err)
 		}
