@@ -106,7 +106,6 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 // again, as often as the write wait allows (and at least WriteRounds
 // times), so contention is not the caller's problem.
 func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide) (Written, error) {
-	opID := out.OpID
 	// The budget is real waiting, not an instant: measured on the
 	// monotonic clock, never the replica's (a test's) clock.
 	start := time.Now()
@@ -135,62 +134,80 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 		if err != nil {
 			return out, err
 		}
-		pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-		// Refused before publishing: a write past the ordinary ceiling
-		// would spend the gate records' reserve.
-		if !isNodeGate(prop.Kind) {
-			err = r.room(pctx, storedSize(prop.Subject, opID, len(data)))
-		}
-		var ack PubAck
-		if err == nil {
-			ack, err = r.cfg.Log.Publish(pctx, prop.Subject, data, opID, &anchor)
-		}
-		cancel()
-		var wrong *WrongSequenceError
-		switch {
-		case err == nil && ack.Duplicate:
-			// The broker collapsed this append onto an earlier copy: that
-			// copy is the answer, provided it is the same call.
-			msg, gerr := r.cfg.Log.Get(ctx, ack.Seq)
-			if gerr == nil {
-				if ref := r.sameCall(op, prop.Subject, msg); ref != nil {
-					return out, ref
-				}
-			}
-			r.noteOwn(ack.Seq)
-			return r.answerLanded(ctx, out, ack.Seq, true)
-		case err == nil:
-			r.noteOwn(ack.Seq)
-			return r.answerLanded(ctx, out, ack.Seq, false)
-		case errors.As(err, &wrong):
-			// Lost the arbitration, or a retry whose first copy landed.
-			last, lerr := r.cfg.Log.LastOnSubject(ctx, prop.Subject)
-			if lerr == nil && last.MsgID == opID {
-				if ref := r.sameCall(op, prop.Subject, last); ref != nil {
-					return out, ref
-				}
-				r.noteOwn(last.Seq)
-				return r.answerLanded(ctx, out, last.Seq, true)
-			}
-			target := wrong.Last
-			if lerr == nil {
-				target = max(target, last.Seq)
-			}
-			if err := r.waitFor(ctx, target, "the record on "+prop.Subject+" that won the arbitration"); err != nil {
-				return out, err
-			}
-		case errors.Is(err, ErrNoQuorum):
-			// The broker answered and stored nothing: a refusal, not an
-			// unknown. An earlier attempt under the same id may still have
-			// landed, which the retry's ledger or log read answers.
-			return out, engine.Refuse(engine.CodeNoQuorum, "no majority of the broker's cluster took this append on %s (%v); this attempt wrote nothing. Retry with op_id %s after the hint; if it persists, a member is down or partitioned.", r.stream, err, opID).With("op_id", opID)
-		case errors.Is(err, ErrLogFull):
-			return out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
-		default:
-			return r.resolveLost(ctx, op, out, prop.Subject, err)
+		ack, err := r.publish(ctx, op, prop, data, anchor)
+		if done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err); done {
+			return res, err
 		}
 	}
-	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for the whole write wait (%v); retry with op_id %s.", r.cfg.WriteWait, opID)
+	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for the whole write wait (%v); retry with op_id %s.", r.cfg.WriteWait, out.OpID)
+}
+
+// publish appends the proposal's record (data) under op with the anchor it was
+// decided against as the expected last subject sequence, after the
+// ordinary ceiling's check (a write past it would spend the gate
+// records' reserve).
+func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byte, anchor uint64) (PubAck, error) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	defer cancel()
+	if !isNodeGate(prop.Kind) {
+		if err := r.room(pctx, storedSize(prop.Subject, op.ID.String(), len(data))); err != nil {
+			return PubAck{}, err
+		}
+	}
+	return r.cfg.Log.Publish(pctx, prop.Subject, data, op.ID.String(), &anchor)
+}
+
+// answerPublish turns the broker's answer to an append into the write's
+// answer; done is false when the write lost the arbitration to another
+// writer and is decided again once this node has applied the winner.
+func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject string, ack PubAck, err error) (bool, Written, error) {
+	opID := out.OpID
+	var wrong *WrongSequenceError
+	switch {
+	case err == nil && ack.Duplicate:
+		// The broker collapsed this append onto an earlier copy: that
+		// copy is the answer, provided it is the same call.
+		if msg, gerr := r.cfg.Log.Get(ctx, ack.Seq); gerr == nil {
+			if ref := r.sameCall(op, subject, msg); ref != nil {
+				return true, out, ref
+			}
+		}
+		r.noteOwn(ack.Seq)
+		res, err := r.answerLanded(ctx, out, ack.Seq, true)
+		return true, res, err
+	case err == nil:
+		r.noteOwn(ack.Seq)
+		res, err := r.answerLanded(ctx, out, ack.Seq, false)
+		return true, res, err
+	case errors.As(err, &wrong):
+		// Lost the arbitration, or a retry whose first copy landed.
+		last, lerr := r.cfg.Log.LastOnSubject(ctx, subject)
+		if lerr == nil && last.MsgID == opID {
+			if ref := r.sameCall(op, subject, last); ref != nil {
+				return true, out, ref
+			}
+			r.noteOwn(last.Seq)
+			res, err := r.answerLanded(ctx, out, last.Seq, true)
+			return true, res, err
+		}
+		target := wrong.Last
+		if lerr == nil {
+			target = max(target, last.Seq)
+		}
+		if err := r.waitFor(ctx, target, "the record on "+subject+" that won the arbitration"); err != nil {
+			return true, out, err
+		}
+		return false, out, nil
+	case errors.Is(err, ErrNoQuorum):
+		// The broker answered and stored nothing: a refusal, not an
+		// unknown. An earlier attempt under the same id may still have
+		// landed, which the retry's ledger or log read answers.
+		return true, out, engine.Refuse(engine.CodeNoQuorum, "no majority of the broker's cluster took this append on %s (%v); this attempt wrote nothing. Retry with op_id %s after the hint; if it persists, a member is down or partitioned.", r.stream, err, opID).With("op_id", opID)
+	case errors.Is(err, ErrLogFull):
+		return true, out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
+	}
+	res, err := r.resolveLost(ctx, op, out, subject, err)
+	return true, res, err
 }
 
 // encode is the record a proposal appends under op, checked and encoded.
