@@ -230,6 +230,21 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData, say func(string, ...
 	case "put", "add", "del":
 		return h.write(t, td, say)
 
+	case "evict", "readmit":
+		// The node gate, appended through the write path: every record
+		// target publishes after its eviction applies nowhere.
+		n := h.node(t, td)
+		var opName, target string
+		td.ScanArgs(t, "op", &opName)
+		td.ScanArgs(t, "target", &target)
+		op, err := h.op(opName, td.Cmd, target, ledger.Digest("statelog."+td.Cmd, map[string]any{"node": target}))
+		if err != nil {
+			return err
+		}
+		w, err := n.rep.GateNode(ctx, op, target, td.Cmd == "evict")
+		say("%s: %s", opName, written(w, err))
+		return nil
+
 	case "await":
 		var op string
 		td.ScanArgs(t, "op", &op)
@@ -657,6 +672,9 @@ func written(w statelog.Written, err error) string {
 			s := "refused " + string(ref.Code)
 			if ref.Position != nil {
 				s += fmt.Sprintf(" at %d", ref.Position.Seq)
+			}
+			if w, ok := ref.Fields["writer"]; ok {
+				s += fmt.Sprintf(" (writer %v)", w)
 			}
 			return s
 		}

@@ -80,10 +80,17 @@ type kvModel struct {
 	rows    map[string]kvRow
 	ledger  map[string]uint64 // op id → the seq of its first copy
 	anchors map[string]uint64 // subject → the last seq on it
+	gated   map[string]uint64 // the records the eviction gate dropped, by seq
+}
+
+func newModel() kvModel {
+	return kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}, gated: map[string]uint64{}}
 }
 
 func replayKV(msgs []statelog.StoredMsg, through uint64) kvModel {
-	m := kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}}
+	m := newModel()
+	// The node gate: when each node was last evicted and readmitted.
+	evicted, readmitted := map[string]uint64{}, map[string]uint64{}
 	for _, msg := range msgs {
 		if msg.Seq > through {
 			break
@@ -93,7 +100,28 @@ func replayKV(msgs []statelog.StoredMsg, through uint64) kvModel {
 			continue
 		}
 		m.anchors[msg.Subject] = msg.Seq
+		if e := evicted[rec.Writer]; e > 0 && msg.Seq > e && readmitted[rec.Writer] < e {
+			m.gated[strconv.FormatUint(msg.Seq, 10)] = msg.Seq
+			continue
+		}
 		if _, dup := m.ledger[rec.OpID]; dup && rec.OpID != "" {
+			continue
+		}
+		var gate struct {
+			Node string `json:"node"`
+		}
+		switch {
+		case rec.Kind == statelog.KindEvict || rec.Kind == statelog.KindReadmit:
+			if json.Unmarshal(rec.Payload, &gate) == nil && gate.Node != "" {
+				if rec.Kind == statelog.KindEvict {
+					evicted[gate.Node], readmitted[gate.Node] = msg.Seq, 0
+				} else if evicted[gate.Node] > 0 {
+					readmitted[gate.Node] = msg.Seq
+				}
+			}
+			if rec.OpID != "" {
+				m.ledger[rec.OpID] = msg.Seq
+			}
 			continue
 		}
 		var p kvPayload
@@ -158,7 +186,7 @@ type kvState struct {
 }
 
 func readState(ctx context.Context, db *sql.DB) (kvState, error) {
-	st := kvState{model: kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}}}
+	st := kvState{model: newModel()}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return st, err
@@ -203,13 +231,23 @@ func readState(ctx context.Context, db *sql.DB) (kvState, error) {
 	}, string(kvName)); err != nil {
 		return st, err
 	}
-	err = scan(`SELECT subject, seq FROM statelog_anchor WHERE domain = ?`, func(rs *sql.Rows) error {
+	if err := scan(`SELECT subject, seq FROM statelog_anchor WHERE domain = ?`, func(rs *sql.Rows) error {
 		var subject string
 		var seq uint64
 		if err := rs.Scan(&subject, &seq); err != nil {
 			return err
 		}
 		st.model.anchors[subject] = seq
+		return nil
+	}, string(kvName)); err != nil {
+		return st, err
+	}
+	err = scan(`SELECT seq FROM statelog_gated WHERE domain = ?`, func(rs *sql.Rows) error {
+		var seq uint64
+		if err := rs.Scan(&seq); err != nil {
+			return err
+		}
+		st.model.gated[strconv.FormatUint(seq, 10)] = seq
 		return nil
 	}, string(kvName))
 	return st, err
@@ -242,6 +280,7 @@ func (want kvModel) diff(got kvModel) string {
 	}
 	cmp("ledger", want.ledger, got.ledger)
 	cmp("anchor", want.anchors, got.anchors)
+	cmp("gated", want.gated, got.gated)
 	return out
 }
 
