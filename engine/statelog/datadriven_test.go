@@ -310,6 +310,20 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData, say func(string, ...
 		h.stream.LoseReaderAcks(nodeArg(t, td), !td.HasArg("off"))
 		return nil
 	case "lose-ack":
+		// race=V: another writer's put of V lands on the same subject
+		// right behind the append whose answer is lost.
+		if td.HasArg("race") {
+			var v string
+			td.ScanArgs(t, "race", &v)
+			h.stream.LoseAck(h.match(t, td), func(subject string) ([]byte, string) {
+				data, err := encodeRecord(kindPut, "", "n9", kvPayload{Key: strings.TrimPrefix(subject, kvSubject("")), Value: v})
+				if err != nil {
+					t.Errorf("race: %v", err)
+				}
+				return data, ""
+			})
+			return nil
+		}
 		h.stream.LoseAck(h.match(t, td))
 		return nil
 	case "fail-publish":
@@ -810,9 +824,13 @@ func (h *harness) attemptLine(a statelogtest.Attempt) string {
 	return s
 }
 
-// match selects the appends of writes (those carrying an op id), or only
-// those on key's subject.
+// match selects the appends of writes (those carrying an op id), only
+// those on key's subject, or (barrier) only barriers.
 func (h *harness) match(t *testing.T, td *datadriven.TestData) statelogtest.Match {
+	if td.HasArg("barrier") {
+		subject := statelog.BarrierSubject(kvName)
+		return func(s, _ string) bool { return s == subject }
+	}
 	if td.HasArg("key") {
 		var key string
 		td.ScanArgs(t, "key", &key)

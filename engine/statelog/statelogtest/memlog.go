@@ -171,14 +171,26 @@ type pubFault struct {
 	match   Match
 	loseAck bool  // the append lands, its answer is lost
 	err     error // nothing lands, the publisher gets err
+	racer   Racer
 }
+
+// Racer is another writer's append that lands on the same subject while
+// an answer is being lost: its data and msg id, given the subject.
+type Racer func(subject string) (data []byte, msgID string)
 
 // LoseAck makes the next append m selects land as usual while its
 // publisher is told statelog.ErrNoAnswer: the acknowledgement is lost.
-func (s *Stream) LoseAck(m Match) {
+// With racers, their appends land on the same subject right behind it,
+// before the publisher can look at the log.
+func (s *Stream) LoseAck(m Match, racers ...Racer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pubFaults = append(s.pubFaults, pubFault{match: m, loseAck: true})
+	for _, r := range racers {
+		s.pubFaults = append(s.pubFaults, pubFault{match: m, loseAck: true, racer: r})
+	}
+	if len(racers) == 0 {
+		s.pubFaults = append(s.pubFaults, pubFault{match: m, loseAck: true})
+	}
 }
 
 // FailPublish makes the next append m selects store nothing and answer
@@ -261,6 +273,12 @@ func (s *Stream) publish(ctx context.Context, node, subject string, data []byte,
 		ack, err = statelog.PubAck{}, fmt.Errorf("%w: the answer to the append was lost (statelogtest)", statelog.ErrNoAnswer)
 	}
 	s.attempts = append(s.attempts, a)
+	if f != nil && f.racer != nil {
+		rdata, rid := f.racer(subject)
+		r := Attempt{N: len(s.attempts) + 1, Node: "racer", Subject: subject, MsgID: rid}
+		_, _ = s.appendLocked(subject, rdata, rid, nil, &r)
+		s.attempts = append(s.attempts, r)
+	}
 	return ack, err
 }
 
