@@ -70,8 +70,16 @@ const (
 	settleLimit = 10 * time.Second
 )
 
+// coldStarts admits two scripts at a time into their cold start (opening
+// their databases, migrating them, a first apply on fresh connections):
+// run all at once under -race they were seen to push a first apply past
+// a second, out of its write wait. A script gives its place up when its
+// first write answers.
+var coldStarts = make(chan struct{}, 2)
+
 type harness struct {
 	t      *testing.T
+	warm   sync.Once
 	dir    string
 	stream *statelogtest.Stream
 	nodes  map[string]*ddNode
@@ -111,11 +119,16 @@ type ddNode struct {
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, dir: t.TempDir(), stream: statelogtest.NewStream(statelogtest.Options{}),
 		nodes: map[string]*ddNode{}, ops: map[string]*ddOp{}, opNames: map[string]string{}, async: map[string]chan string{}}
+	coldStarts <- struct{}{}
 	t.Cleanup(h.close)
 	return h
 }
 
+// warmed gives the script's cold-start place up.
+func (h *harness) warmed() { h.warm.Do(func() { <-coldStarts }) }
+
 func (h *harness) close() {
+	h.warmed()
 	for name, c := range h.async {
 		select {
 		case <-c:
@@ -266,19 +279,7 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData, say func(string, ...
 		// knows an async write reached the broker before it moves on.
 		var n int
 		td.ScanArgs(t, "publishes", &n)
-		// It prints the append it waited for, so a script that counted
-		// wrong shows it.
-		deadline := time.Now().Add(settleLimit)
-		for {
-			if all := h.stream.Attempts(); len(all) >= n {
-				say("%s", h.attemptLine(all[n-1]))
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the stream saw %d appends, not %d", len(h.stream.Attempts()), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		return h.waitAppends(n, say)
 
 	case "read":
 		return h.read(t, td, say)
@@ -287,6 +288,15 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData, say func(string, ...
 		h.stream.Hold(nodeArg(t, td))
 		return nil
 	case "release":
+		// after=K: the moment the stream has seen K appends (an async
+		// write's own), so none of the write's budget goes on the runner.
+		if td.HasArg("after") {
+			var n int
+			td.ScanArgs(t, "after", &n)
+			if err := h.waitAppends(n, say); err != nil {
+				return err
+			}
+		}
 		h.stream.Release(nodeArg(t, td))
 		return nil
 	case "deliver":
@@ -467,6 +477,22 @@ func (h *harness) do(t *testing.T, td *datadriven.TestData, say func(string, ...
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
 	return nil
+}
+
+// waitAppends waits until the stream has seen n appends and prints the
+// n-th, so a script that counted wrong shows it.
+func (h *harness) waitAppends(n int, say func(string, ...any)) error {
+	deadline := time.Now().Add(settleLimit)
+	for {
+		if all := h.stream.Attempts(); len(all) >= n {
+			say("%s", h.attemptLine(all[n-1]))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the stream saw %d appends, not %d", len(h.stream.Attempts()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // open opens n's replica on its file.
@@ -665,6 +691,7 @@ func (h *harness) write(t *testing.T, td *datadriven.TestData, say func(string, 
 		w, err := rep.Write(context.Background(), op, kvDecide(kind, p, ifMatch))
 		return opName + ": " + written(w, err)
 	}
+	defer h.warmed()
 	if td.HasArg("async") {
 		if h.async[opName] != nil {
 			td.Fatalf(t, "%s is already in flight", opName)
