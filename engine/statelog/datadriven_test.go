@@ -57,9 +57,8 @@ func TestScripts(t *testing.T) {
 // The budgets a script's nodes run with unless it says otherwise. A held
 // node spends a whole one on every pending or behind answer, so they are
 // as small as they can be while an unheld node never misses one: an apply
-// takes ~5ms under -race (~15ms the first), but every script opens its
-// databases at the same instant, on machines that run other tests, and a
-// first apply there was seen to take over a second. Scripts keep to two
+// takes ~5ms under -race (~15ms the first), but on a machine running other
+// tests a first apply was seen to take over a second. Scripts keep to two
 // such answers each, so the suite takes about two budgets.
 const (
 	defaultWriteWait  = 1500 * time.Millisecond
@@ -91,8 +90,7 @@ type harness struct {
 }
 
 type ddOp struct {
-	name string
-	id   ledger.OpID
+	id ledger.OpID
 }
 
 // ddNode is one node: its SQLite file, its replica, the seams of its
@@ -142,10 +140,10 @@ func (h *harness) close() {
 	}
 }
 
-// run is one command. Every command but the ones that start something
-// in the background ends with the open nodes settled (each applier has
-// committed and acknowledged what it was handed), the readers' events
-// printed, and the invariant checked.
+// run is one command. Every command ends with the open nodes' appliers
+// settled (each has committed and acknowledged what it was handed; an
+// async write may still be running), the readers' events printed, and
+// the invariant checked.
 func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 	var out strings.Builder
 	say := func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
@@ -644,7 +642,7 @@ func (h *harness) op(name, verb, object, digest string) (statelog.Op, error) {
 	if err != nil {
 		return statelog.Op{}, err
 	}
-	h.ops[name] = &ddOp{name: name, id: id}
+	h.ops[name] = &ddOp{id: id}
 	h.opNames[id.String()] = name
 	return statelog.Op{ID: id, Digest: digest, Vouched: true}, nil
 }
