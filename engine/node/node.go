@@ -105,6 +105,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
+	sqlite.SetLogger(n.db, cfg.Logger)
 	rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: n.logs[engine.DomainTracker], Domain: tracker.Domain{},
 		Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal,
 		RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
