@@ -70,7 +70,9 @@ func TestJoinedNodeMovesOffAnOutOfServiceCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	cl := inProcess(t, NewJoinedServer(estate.NewClient(nc, logger), "test", logger, JoinOptions{AttemptTimeout: 10 * time.Second}))
+	es := estate.NewClient(nc, logger)
+	es.SetAttemptTimeout(10 * time.Second)
+	cl := inProcess(t, NewJoinedServer(es, "test", logger))
 
 	if res := callTool(t, cl, "create_project", map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
 		t.Fatal(textOf(res))
@@ -149,7 +151,7 @@ func TestJoinedNodeWithNoDataNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer es.Close()
-	cl := inProcess(t, NewJoinedServer(es, "test", testLogger(t), JoinOptions{}))
+	cl := inProcess(t, NewJoinedServer(es, "test", testLogger(t)))
 	res := callTool(t, cl, "list_projects", map[string]any{})
 	if m := object(t, res); !res.IsError || m["refused"] != string(engine.CodeNoDataNode) || m["retry_after_seconds"] == nil {
 		t.Fatalf("no data node serving: %v", m)
