@@ -53,36 +53,148 @@ type CodeInfo struct {
 	// behind's hint is computed from the measured drain instead.
 	RetryAfter float64
 	HTTPStatus int
+	// Elsewhere says whether another data node may take a call refused
+	// so (see Codes for why each code is or is not such a one).
+	Elsewhere Elsewhere
+	// FromRows marks the codes a node decides from its own rows (an
+	// object missing, a version moved on, an argument the rows make
+	// wrong): true at the log's end or not, they are only as strong as
+	// the copy that decided them. The others are about the node itself
+	// or the call's shape.
+	FromRows bool
 	// Doc is what happened and what to do, the default sentence of a
 	// refusal that says nothing more specific.
 	Doc string
 }
 
+// Elsewhere says whether a refusal lets a node without the data role
+// (engine/estate) offer the call to another data node: the refusal proves
+// the call ran nowhere on the node that gave it, and what it is about is
+// that node, so another may answer otherwise. Anything else a data node
+// answers is the call's answer, wherever it was sent.
+type Elsewhere uint8
+
+const (
+	// ElsewhereNever: the refusal is the call's answer, or the call may
+	// have run.
+	ElsewhereNever Elsewhere = iota
+	// ElsewhereAlways: every refusal under the code proves it.
+	ElsewhereAlways
+	// ElsewhereUnpositioned: a refusal naming no position proves it; one
+	// naming a position names the record the call left on the log.
+	ElsewhereUnpositioned
+)
+
 // Codes is the one refusal-code table every surface maps from.
+//
+// Elsewhere, code by code. A write a node without data forwards always
+// carries an op_id, so where a gesture's later step is refused the steps
+// it already took are answered from the ledger on the next node, not
+// taken again; "ran nowhere" below is about the refused step. These move:
+//   - behind, too_stale: this node has not reached the position the call
+//     needs, or lags past the caller's bound; another may not. A read
+//     refused so ran nothing, and a write's wait for this node's own last
+//     write refuses before it appends. (too_stale needs a staleness bound,
+//     which no MCP surface takes; it moves for the reason behind does.)
+//   - stalled: this node's applied prefix stopped moving.
+//   - below_floor, deferred, deferred_scope_unknown: this copy misses
+//     records, or holds one its build cannot decode; the pages say to ask
+//     another node (or upgrade this one).
+//   - floor_unknown: this node could not read the published trim floor;
+//     another node's broker may.
+//   - no_quorum, broker_unreachable: this node's broker did not reach a
+//     majority, or did not answer at all, and the call appended nothing
+//     (a write whose publish has an unknown fate answers outcome unknown,
+//     not a refusal); another node's broker may be on the majority's side.
+//   - wrong_stream: the position the call names is another stream's
+//     (every node refuses it alike, so moving costs a hop and no harm), or
+//     this node's log is not the one its rows are keyed to (another's may
+//     be); both are refused before anything is appended.
+//   - evicted, naming no position: refused before anything was appended,
+//     so another node takes the write under the same op_id at once
+//     (Replication, the eviction gate). Naming a position it stays: the
+//     record the write appended holds its op_id on the log for the
+//     duplicate window, and any node sending it again inside the window
+//     is answered evicted again.
+//
+// These are the call's answer wherever it goes:
+//   - maintenance: every node of a fleet in a capacity window is in one,
+//     so no other node answers it either.
+//   - log_full, log_truncated: about the domain's log, which every node
+//     shares.
+//   - stale, not_found, already_exists, invalid_argument, conflict
+//     (FromRows): decided from the rows and answered only once they still
+//     hold at the log's end, so every node decides alike; conflict is
+//     other writes landing first on that shared log.
+//   - op_reused, deleted: the ledger's word and a purge's marker are
+//     replicated, the same on every node.
+//   - internal: the call may have run, wholly or in part.
+//   - no_data_node: the word of the node without data itself, once every
+//     data node was tried; a data node never answers it.
 var Codes = map[Code]CodeInfo{
-	CodeBehind:               {CodeBehind, true, 0, http.StatusServiceUnavailable, "This node has not reached the position the request needs. Wait and retry after the hint; it clears on its own."},
-	CodeTooStale:             {CodeTooStale, true, 0, http.StatusServiceUnavailable, "This node's lag is past what the read said it would accept. Retry after the hint, or accept more staleness."},
-	CodeStalled:              {CodeStalled, true, 0, http.StatusServiceUnavailable, "This node's applied prefix has stopped moving, so a short answer would be wrong rather than old. Check the applier with `crewlet retention status`; a retried failure clears on its own when an attempt succeeds."},
-	CodeNoQuorum:             {CodeNoQuorum, true, 4, http.StatusServiceUnavailable, "The barrier did not commit: the broker answered and a majority did not agree. Retry after the hint; if it persists, a member is down or partitioned."},
-	CodeBrokerUnreachable:    {CodeBrokerUnreachable, true, 1, http.StatusServiceUnavailable, "The broker did not answer at all. Retry; if it persists, check the broker, not the quorum."},
-	CodeLogFull:              {CodeLogFull, false, 0, http.StatusInsufficientStorage, "The log is at the byte ceiling its ordinary appends are held to, so nothing more can be written to it. Raise the ceiling with `crewlet retention set-capacity`, or unblock the trim; `stale` reads keep answering."},
-	CodeDeferred:             {CodeDeferred, false, 0, http.StatusConflict, "This node holds a record it cannot decode covering what this request is about. Ask another node, or upgrade this one; waiting changes nothing."},
-	CodeDeferredScopeUnknown: {CodeDeferredScopeUnknown, false, 0, http.StatusConflict, "A record this node cannot decode has a scope it cannot read, so it blocks the whole domain. Upgrade the node that is behind on the record version."},
-	CodeBelowFloor:           {CodeBelowFloor, false, 0, http.StatusConflict, "Records this node never applied are gone from the log. The node adopts a peer's snapshot on its own; ask another node meanwhile."},
-	CodeFloorUnknown:         {CodeFloorUnknown, false, 0, http.StatusServiceUnavailable, "The published trim floor could not be read, and an unreadable floor blocks. Check coordination."},
-	CodeEvicted:              {CodeEvicted, false, 0, http.StatusForbidden, "This node has been removed from the fleet and nothing it holds is authoritative. Readmit it, or route elsewhere."},
-	CodeMaintenance:          {CodeMaintenance, false, 0, http.StatusServiceUnavailable, "This node runs in a capacity window (maintenance or seal) that publishes nothing. Ask again once the fleet is back in normal mode; reads at other levels than linearizable are still answered."},
-	CodeWrongStream:          {CodeWrongStream, false, 0, http.StatusConflict, "The position named is on another stream than the one this read or write is on, or this node's log is not the one its rows are keyed to. Check the position you passed; see Retention for a recreated stream or a restored broker."},
-	CodeStale:                {CodeStale, false, 0, http.StatusPreconditionFailed, "The object changed since the version you named. Read it again and decide against its current version."},
-	CodeOpReused:             {CodeOpReused, false, 0, http.StatusConflict, "This operation id already names a different write. A different write takes a fresh id: call again without op_id."},
-	CodeDeleted:              {CodeDeleted, false, 0, http.StatusGone, "The object was purged and every record about it applies nowhere, for ever."},
-	CodeLogTruncated:         {CodeLogTruncated, false, 0, http.StatusConflict, "A peer holds records this log lost; writes of this domain refuse until it is re-anchored."},
-	CodeConflict:             {CodeConflict, true, 1, http.StatusConflict, "Other writes to the same object kept landing first and the write ran out of rounds. Retry with the same op_id."},
-	CodeInvalidArgument:      {CodeInvalidArgument, false, 0, http.StatusBadRequest, "An argument is malformed. Fix it as the message says and call again."},
-	CodeNotFound:             {CodeNotFound, false, 0, http.StatusNotFound, "Nothing by that name exists. List what exists and use one of those names."},
-	CodeAlreadyExists:        {CodeAlreadyExists, false, 0, http.StatusConflict, "Something by that name already exists. Use it, or choose another name."},
-	CodeNoDataNode:           {CodeNoDataNode, true, 1, http.StatusServiceUnavailable, "No data node took the call: none answered, or every one that did has its copy out of service. The call ran nowhere; retry after the hint, and check the data nodes with `crewlet retention status`."},
-	CodeInternal:             {CodeInternal, false, 0, http.StatusInternalServerError, "Internal error. It has been logged; retry later."},
+	CodeBehind: {Code: CodeBehind, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "This node has not reached the position the request needs. Wait and retry after the hint; it clears on its own."},
+	CodeTooStale: {Code: CodeTooStale, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "This node's lag is past what the read said it would accept. Retry after the hint, or accept more staleness."},
+	CodeStalled: {Code: CodeStalled, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "This node's applied prefix has stopped moving, so a short answer would be wrong rather than old. Check the applier with `crewlet retention status`; a retried failure clears on its own when an attempt succeeds."},
+	CodeNoQuorum: {Code: CodeNoQuorum, Retryable: true, RetryAfter: 4, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "The barrier did not commit: the broker answered and a majority did not agree. Retry after the hint; if it persists, a member is down or partitioned."},
+	CodeBrokerUnreachable: {Code: CodeBrokerUnreachable, Retryable: true, RetryAfter: 1, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "The broker did not answer at all. Retry; if it persists, check the broker, not the quorum."},
+	CodeLogFull: {Code: CodeLogFull, HTTPStatus: http.StatusInsufficientStorage,
+		Doc: "The log is at the byte ceiling its ordinary appends are held to, so nothing more can be written to it. Raise the ceiling with `crewlet retention set-capacity`, or unblock the trim; `stale` reads keep answering."},
+	CodeDeferred: {Code: CodeDeferred, HTTPStatus: http.StatusConflict, Elsewhere: ElsewhereAlways,
+		Doc: "This node holds a record it cannot decode covering what this request is about. Ask another node, or upgrade this one; waiting changes nothing."},
+	CodeDeferredScopeUnknown: {Code: CodeDeferredScopeUnknown, HTTPStatus: http.StatusConflict, Elsewhere: ElsewhereAlways,
+		Doc: "A record this node cannot decode has a scope it cannot read, so it blocks the whole domain. Upgrade the node that is behind on the record version."},
+	CodeBelowFloor: {Code: CodeBelowFloor, HTTPStatus: http.StatusConflict, Elsewhere: ElsewhereAlways,
+		Doc: "Records this node never applied are gone from the log. The node adopts a peer's snapshot on its own; ask another node meanwhile."},
+	CodeFloorUnknown: {Code: CodeFloorUnknown, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+		Doc: "The published trim floor could not be read, and an unreadable floor blocks. Check coordination."},
+	CodeEvicted: {Code: CodeEvicted, HTTPStatus: http.StatusForbidden, Elsewhere: ElsewhereUnpositioned,
+		Doc: "This node has been removed from the fleet and nothing it holds is authoritative. Readmit it, or route elsewhere."},
+	CodeMaintenance: {Code: CodeMaintenance, HTTPStatus: http.StatusServiceUnavailable,
+		Doc: "This node runs in a capacity window (maintenance or seal) that publishes nothing. Ask again once the fleet is back in normal mode; reads at other levels than linearizable are still answered."},
+	CodeWrongStream: {Code: CodeWrongStream, HTTPStatus: http.StatusConflict, Elsewhere: ElsewhereAlways,
+		Doc: "The position named is on another stream than the one this read or write is on, or this node's log is not the one its rows are keyed to. Check the position you passed; see Retention for a recreated stream or a restored broker."},
+	CodeStale: {Code: CodeStale, HTTPStatus: http.StatusPreconditionFailed, FromRows: true,
+		Doc: "The object changed since the version you named. Read it again and decide against its current version."},
+	CodeOpReused: {Code: CodeOpReused, HTTPStatus: http.StatusConflict,
+		Doc: "This operation id already names a different write. A different write takes a fresh id: call again without op_id."},
+	CodeDeleted: {Code: CodeDeleted, HTTPStatus: http.StatusGone,
+		Doc: "The object was purged and every record about it applies nowhere, for ever."},
+	CodeLogTruncated: {Code: CodeLogTruncated, HTTPStatus: http.StatusConflict,
+		Doc: "A peer holds records this log lost; writes of this domain refuse until it is re-anchored."},
+	CodeConflict: {Code: CodeConflict, Retryable: true, RetryAfter: 1, HTTPStatus: http.StatusConflict, FromRows: true,
+		Doc: "Other writes to the same object kept landing first and the write ran out of rounds. Retry with the same op_id."},
+	CodeInvalidArgument: {Code: CodeInvalidArgument, HTTPStatus: http.StatusBadRequest, FromRows: true,
+		Doc: "An argument is malformed. Fix it as the message says and call again."},
+	CodeNotFound: {Code: CodeNotFound, HTTPStatus: http.StatusNotFound, FromRows: true,
+		Doc: "Nothing by that name exists. List what exists and use one of those names."},
+	CodeAlreadyExists: {Code: CodeAlreadyExists, HTTPStatus: http.StatusConflict, FromRows: true,
+		Doc: "Something by that name already exists. Use it, or choose another name."},
+	CodeNoDataNode: {Code: CodeNoDataNode, Retryable: true, RetryAfter: 1, HTTPStatus: http.StatusServiceUnavailable,
+		Doc: "No data node took the call: none answered, or every one that did has its copy out of service. The call ran nowhere; retry after the hint, and check the data nodes with `crewlet retention status`."},
+	CodeInternal: {Code: CodeInternal, HTTPStatus: http.StatusInternalServerError,
+		Doc: "Internal error. It has been logged; retry later."},
+}
+
+// TryElsewhere reports whether err is a refusal proving its call ran
+// nowhere on the node that gave it, for a reason of that node's, so
+// another data node may take the call (the table's Elsewhere column).
+func TryElsewhere(err error) bool {
+	r, ok := AsRefusal(err)
+	if !ok || r == nil {
+		return false
+	}
+	switch Codes[r.Code].Elsewhere {
+	case ElsewhereAlways:
+		return true
+	case ElsewhereUnpositioned:
+		return r.Position == nil
+	}
+	return false
 }
 
 // fixedLevel holds, for the codes whose sentences point the caller at
@@ -187,22 +299,11 @@ func HTTPStatus(c Code) int {
 	return http.StatusInternalServerError
 }
 
-// decidedFromRows are the codes a node decides from its own rows (an
-// object missing, a version moved on, an argument the rows make wrong):
-// true at the log's end or not, they are only as strong as the copy that
-// decided them. The others are about the node itself or the call's shape.
-var decidedFromRows = map[Code]bool{
-	CodeNotFound:        true,
-	CodeStale:           true,
-	CodeConflict:        true,
-	CodeInvalidArgument: true,
-	CodeAlreadyExists:   true,
-}
-
 // DecidedFromRows reports whether err is a refusal decided from this
-// node's rows, which a node that is behind could get wrong: such a refusal
-// is answered only once it still holds at the log's end.
+// node's rows (the table's FromRows column), which a node that is behind
+// could get wrong: such a refusal is answered only once it still holds at
+// the log's end.
 func DecidedFromRows(err error) bool {
 	r, ok := AsRefusal(err)
-	return ok && decidedFromRows[r.Code]
+	return ok && r != nil && Codes[r.Code].FromRows
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/ledger"
 	"github.com/crewlet/crewlet/tools"
 )
@@ -22,14 +20,11 @@ import (
 // made through a node without data.
 const MetaDataNode = "crewlet/data_node"
 
-// DefaultAttemptTimeout bounds one data node's answer to a call from a
-// node without data: past it the call is offered to another data node.
-// It is well past a write's 5 s wait and a read's 2 s budget.
-const DefaultAttemptTimeout = 20 * time.Second
-
 // EstateHandler answers a data node's estate calls with s: each call is
-// one JSON-RPC message, answered as /operator/mcp would answer it.
-func EstateHandler(s *server.MCPServer) estate.Handler {
+// one JSON-RPC message, answered as /operator/mcp would answer it. Its
+// type is the engine's estate.Handler, spelled out so this package names
+// no engine internal.
+func EstateHandler(s *server.MCPServer) func(ctx context.Context, body []byte) []byte {
 	return func(ctx context.Context, body []byte) []byte {
 		resp := s.HandleMessage(ctx, body)
 		if resp == nil {
@@ -43,46 +38,42 @@ func EstateHandler(s *server.MCPServer) estate.Handler {
 	}
 }
 
-// Estate carries one call to a sound data node; *estate.Client is one.
-type Estate interface {
-	Call(ctx context.Context, body []byte, exclude ...string) (estate.Reply, error)
-}
-
-// JoinOptions tune a node without data.
-type JoinOptions struct {
-	// AttemptTimeout bounds one data node's answer (default
-	// DefaultAttemptTimeout).
-	AttemptTimeout time.Duration
+// Forwarder carries a call of a node without data to a sound data node
+// and back; the engine's estate client is one (cmd wires it). It alone
+// decides where a call goes: it moves to another data node when one has
+// gone, is out of service, or answers a refusal that refusal reads and
+// the engine's code table marks as proving the call ran nowhere there
+// (engine.TryElsewhere); after a node took the call and gave no answer it
+// offers it again only when resendable.
+type Forwarder interface {
+	// Forward sends body, one JSON-RPC message, and returns the node that
+	// answered and its answer; its error is an *engine.Refusal saying no
+	// data node took the call, or one took it and may have run it.
+	Forward(ctx context.Context, body []byte, resendable bool, refusal func(answer []byte) *engine.Refusal) (node string, answer []byte, err error)
 }
 
 // NewJoinedServer is `crewlet mcp --join URL`: a node without the data
-// role. It offers the operator toolset of this build and sends each call
-// to a sound data node over the estate service. A write the caller sent
-// without op_id gets a key minted here, before its first attempt, so the
-// call can be offered to another data node when one does not answer
-// without ever running twice. A call refused for what the answering node
-// is — its copy stalled, behind, evicted before appending, cut off from
-// its broker's majority — is offered to the next data node; other
-// refusals and every answer are returned as the data node gave them,
-// with the node named in _meta.
-func NewJoinedServer(es Estate, version string, logger *slog.Logger, o JoinOptions) *server.MCPServer {
-	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
-	}
+// role. It offers the operator toolset of this build and forwards each
+// call to a sound data node through fw, which chooses the node. A write
+// the caller sent without op_id gets one minted here, before it is first
+// sent, so fw may offer it to another data node when one does not answer
+// without its ever running twice. Every answer is returned as the data
+// node gave it, with the node named in _meta.
+func NewJoinedServer(fw Forwarder, version string, logger *slog.Logger) *server.MCPServer {
 	logger = componentLogger(logger)
 	s := newBareServer(version, logger)
 	for _, t := range tools.Definitions(tools.Operator) {
-		s.AddTool(t, joinForward(es, t, o, logger))
+		s.AddTool(t, joinForward(fw, t, logger))
 	}
 	return s
 }
 
-// maxHolders bounds how many data nodes one call is offered to.
-const maxHolders = 4
-
-func joinForward(es Estate, t mcpgo.Tool, o JoinOptions, logger *slog.Logger) server.ToolHandlerFunc {
+func joinForward(fw Forwarder, t mcpgo.Tool, logger *slog.Logger) server.ToolHandlerFunc {
 	_, takesOpID := t.InputSchema.Properties["op_id"]
 	readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+	// Sending a call again is safe when it reads, or when it writes under
+	// an op_id: the ledger answers a copy that already ran.
+	resendable := readOnly || takesOpID
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		args, err := callArguments(req)
 		if err != nil {
@@ -106,53 +97,19 @@ func joinForward(es Estate, t mcpgo.Tool, o JoinOptions, logger *slog.Logger) se
 		if err != nil {
 			return tools.Internal(), nil
 		}
-		// Offering a call again is safe when it reads, or when it writes
-		// under an op_id: the ledger answers a copy that already ran.
-		again := readOnly || takesOpID
-		var exclude []string
-		var last *mcpgo.CallToolResult
-		for range maxHolders {
-			actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
-			reply, err := es.Call(actx, body, exclude...)
-			cancel()
-			var none *estate.NoDataNode
-			var silent *estate.NoAnswer
-			switch {
-			case errors.As(err, &silent):
-				if !again || ctx.Err() != nil {
-					return tools.Refused(engine.Refuse(engine.CodeBrokerUnreachable,
-						"data node %s took this call and did not answer in time; it may have run there. Read the object to see, and repeat a write with the op_id you brought, if any.", silent.Node)), nil
-				}
-				exclude = append(exclude, silent.Node)
-				continue
-			case errors.As(err, &none):
-				if last != nil {
-					// Every node left refused or is out of service: the
-					// last data node's refusal is the answer.
-					return last, nil
-				}
-				return tools.Refused(noDataNode(none)), nil
-			case err != nil:
-				return tools.Refused(engine.Refuse(engine.CodeBrokerUnreachable, "the call could not be sent to a data node: %v. Retry.", err)), nil
-			}
-			res, err := decodeToolResult(reply.Body)
-			if err != nil {
-				logger.ErrorContext(ctx, "estate_answer_unreadable", "tool", req.Params.Name, "data_node", reply.Node, engine.LogErr, err.Error())
-				return tools.Refused(engine.Refuse(engine.CodeInternal, "data node %s answered something that is not a tool result (%v). A write may have landed there: read the object to see, and repeat a write with its op_id %s.", reply.Node, err, args["op_id"])), nil
-			}
-			res.Meta = mcpgo.NewMetaFromMap(map[string]any{MetaDataNode: reply.Node})
-			if code, ok := movable(res); ok {
-				logger.InfoContext(ctx, "estate_refusal_moved", "tool", req.Params.Name, "data_node", reply.Node, "refused", code)
-				last = res
-				exclude = append(exclude, reply.Node)
-				continue
-			}
-			return res, nil
+		node, answer, err := fw.Forward(ctx, body, resendable, answerRefusal)
+		if err != nil {
+			// A refusal as itself; anything else is logged and answered
+			// internal.
+			return tools.Failed(ctx, logger, req.Params.Name, "", err), nil
 		}
-		if last != nil {
-			return last, nil
+		res, err := decodeToolResult(answer)
+		if err != nil {
+			logger.ErrorContext(ctx, "estate_answer_unreadable", "tool", req.Params.Name, "data_node", node, engine.LogErr, err.Error())
+			return tools.Refused(engine.Refuse(engine.CodeInternal, "data node %s answered something that is not a tool result (%v). A write may have landed there: read the object to see, and repeat a write with its op_id %s.", node, err, args["op_id"])), nil
 		}
-		return tools.Refused(noDataNode(&estate.NoDataNode{})), nil
+		res.Meta = mcpgo.NewMetaFromMap(map[string]any{MetaDataNode: node})
+		return res, nil
 	}
 }
 
@@ -203,36 +160,28 @@ func decodeToolResult(body []byte) (*mcpgo.CallToolResult, error) {
 	return &res, nil
 }
 
-// movable reports a refusal about the answering node rather than the
-// call: another data node may answer it. An eviction refusal that names
-// a position is not: the record in the way holds the op_id on the log for
-// the duplicate window, wherever it is sent.
-func movable(res *mcpgo.CallToolResult) (string, bool) {
+// answerRefusal reads the refusal a data node's answer carries, nil for
+// a success or for an answer that is not a tool result (which is the
+// call's answer, reported unreadable, never a reason to move). A refusal
+// naming a position keeps one, even one it cannot read: a position may
+// name a record the call left on the log, and only its presence decides.
+func answerRefusal(answer []byte) *engine.Refusal {
+	res, err := decodeToolResult(answer)
+	if err != nil {
+		return nil
+	}
 	m, ok := tools.RefusalOf(res)
 	if !ok {
-		return "", false
+		return nil
 	}
 	code, _ := m["refused"].(string)
-	switch engine.Code(code) {
-	case engine.CodeBehind, engine.CodeStalled, engine.CodeBelowFloor, engine.CodeFloorUnknown,
-		engine.CodeDeferred, engine.CodeDeferredScopeUnknown, engine.CodeBrokerUnreachable,
-		engine.CodeNoQuorum, engine.CodeWrongStream:
-		return code, true
-	case engine.CodeEvicted:
-		_, positioned := m["position"]
-		return code, !positioned
-	}
-	return "", false
-}
-
-// noDataNode is the refusal of a call no data node took.
-func noDataNode(e *estate.NoDataNode) *engine.Refusal {
-	if e.Unreachable != nil {
-		return engine.Refuse(engine.CodeBrokerUnreachable, "the broker this node joined did not answer (%v). Retry; if it persists, check the brokers at the --join URL.", e.Unreachable)
-	}
-	r := engine.Refuse(engine.CodeNoDataNode, "%s. The call ran nowhere: retry after the hint; `crewlet retention status` on a data node names each node's standing.", e.Error())
-	if len(e.OutOfService) > 0 {
-		r = r.With("out_of_service", e.OutOfService)
+	msg, _ := m["message"].(string)
+	r := &engine.Refusal{Code: engine.Code(code), Message: msg}
+	if p, named := m["position"]; named && p != nil {
+		r.Position = &engine.Position{}
+		if b, err := json.Marshal(p); err == nil {
+			_ = json.Unmarshal(b, r.Position)
+		}
 	}
 	return r
 }

@@ -77,8 +77,7 @@ func TestChildFleetLinearizable(t *testing.T) {
 	var keys []string
 	for i := 0; i < 3; i++ {
 		call := now()
-		it := Call(t, c1, "create_work_item", map[string]any{"project": "LIN", "title": "start"})
-		item := it["item"].(map[string]any)
+		item := createdItem(t, c1, map[string]any{"project": "LIN", "title": fmt.Sprintf("start %d", i)})
 		keys = append(keys, item["key"].(string))
 		hist.Add(fleettest.HistOp{In: fleettest.OpInput{Key: keys[i], Kind: fleettest.OpCreate},
 			Out: fleettest.OpOutput{Version: uint64(item["version"].(float64))}, Call: call, Ret: now(), Outcome: "applied"})
@@ -314,4 +313,27 @@ func readChildLog(t *testing.T, url string) []statelog.StoredMsg {
 		}
 	}
 	return out
+}
+
+// createdItem creates a work item and returns it as its node applied it.
+// A create answered pending carries no row (its key is taken at apply
+// time): the same call brought back with the answer's op_id is answered
+// from the ledger with the item once the node has applied it.
+func createdItem(t *testing.T, c *client.Client, args map[string]any) map[string]any {
+	t.Helper()
+	m := Call(t, c, "create_work_item", args)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if item, ok := m["item"].(map[string]any); ok && m["outcome"] == "applied" {
+			return item
+		}
+		if m["outcome"] != "pending" || time.Now().After(deadline) {
+			t.Fatalf("create_work_item(%v): %v", args, m)
+		}
+		time.Sleep(200 * time.Millisecond)
+		again := map[string]any{"op_id": m["op_id"]}
+		for k, v := range args {
+			again[k] = v
+		}
+		m = Call(t, c, "create_work_item", again)
+	}
 }

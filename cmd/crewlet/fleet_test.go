@@ -206,8 +206,7 @@ func TestChildFleet(t *testing.T) {
 	f := startChildFleet(t)
 	c1 := f.serves[0].HTTPClient(t)
 	Call(t, c1, "create_project", map[string]any{"key": "ENG", "name": "Engineering"})
-	item := Call(t, c1, "create_work_item", map[string]any{"project": "ENG", "title": "one"})
-	key := item["item"].(map[string]any)["key"].(string)
+	key := createdItem(t, c1, map[string]any{"project": "ENG", "title": "one"})["key"].(string)
 	got := Call(t, f.serves[2].HTTPClient(t), "get_work_item", map[string]any{"key": key})
 	if got["item"].(map[string]any)["title"] != "one" {
 		t.Fatalf("n3 reads %v", got)

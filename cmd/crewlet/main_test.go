@@ -383,14 +383,10 @@ func exerciseTracker(t *testing.T, c *client.Client, project string) {
 		t.Errorf("create_project answer has no position token: %s", mustJSON(p))
 	}
 
-	w := Call(t, c, "create_work_item", map[string]any{"project": project, "title": "First item of " + project})
-	if w["outcome"] != "applied" {
-		t.Fatalf("create_work_item outcome = %v: %s", w["outcome"], mustJSON(w))
-	}
-	item, _ := w["item"].(map[string]any)
+	item := createdItem(t, c, map[string]any{"project": project, "title": "First item of " + project})
 	key, _ := item["key"].(string)
 	if key != project+"-1" {
-		t.Fatalf("create_work_item key = %q, want %s-1: %s", key, project, mustJSON(w))
+		t.Fatalf("create_work_item key = %q, want %s-1: %s", key, project, mustJSON(item))
 	}
 
 	g := Call(t, c, "get_work_item", map[string]any{"key": key})

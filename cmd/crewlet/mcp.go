@@ -198,5 +198,5 @@ func (c *MCPCommand) runJoined(ctx context.Context, o mcpOptions, logger *slog.L
 	}
 	defer es.Close()
 	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","))
-	return mcp.ServeStdio(ctx, mcp.NewJoinedServer(es, Version(), logger, mcp.JoinOptions{}), c.Stdin, c.Stdout, logger)
+	return mcp.ServeStdio(ctx, mcp.NewJoinedServer(es, Version(), logger), c.Stdin, c.Stdout, logger)
 }

@@ -3,8 +3,10 @@ package estate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,33 +36,46 @@ func broker(t *testing.T) (*server.Server, string) {
 }
 
 // dataNode is one data node's estate server on its own connection, with a
-// standing the test sets and a handler that answers "<node>:<body>".
+// standing the test sets and a handler that answers "<node>:<body>", or
+// what answer says where it is set.
 type dataNode struct {
-	name  string
-	srv   *estate.Server
-	out   atomic.Pointer[engine.Refusal]
-	calls atomic.Int64
-	hang  chan struct{} // non-nil: calls wait on it
+	name   string
+	srv    *estate.Server
+	out    atomic.Pointer[engine.Refusal]
+	calls  atomic.Int64
+	hang   chan struct{}            // non-nil: calls wait on it
+	taken  func()                   // non-nil: runs as a call is taken, before it hangs
+	answer func(body []byte) []byte // non-nil: the answer
 }
 
 func startDataNode(t *testing.T, url, name string, hang chan struct{}) *dataNode {
+	t.Helper()
+	return startNode(t, url, &dataNode{name: name, hang: hang})
+}
+
+func startNode(t *testing.T, url string, d *dataNode) *dataNode {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Token("estate-test-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	d := &dataNode{name: name, hang: hang}
-	d.srv, err = estate.Serve(estate.ServerConfig{Conn: nc, Node: name,
+	d.srv, err = estate.Serve(estate.ServerConfig{Conn: nc, Node: d.name,
 		Standing: func() *engine.Refusal { return d.out.Load() },
 		Handle: func(ctx context.Context, body []byte) []byte {
 			d.calls.Add(1)
+			if d.taken != nil {
+				d.taken()
+			}
 			if d.hang != nil {
 				// Deaf to ctx: answering when the caller's budget ends
 				// would race the caller's own deadline.
 				<-d.hang
 			}
-			return []byte(name + ":" + string(body))
+			if d.answer != nil {
+				return d.answer(body)
+			}
+			return []byte(d.name + ":" + string(body))
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +113,11 @@ func join(t *testing.T, url string, logs *syncBuf) *estate.Client {
 	return c
 }
 
-func call(t *testing.T, c *estate.Client, body string, exclude ...string) estate.Reply {
+func call(t *testing.T, c *estate.Client, body string) estate.Reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := c.Call(ctx, []byte(body), exclude...)
+	r, err := c.Call(ctx, estate.Call{Body: []byte(body)})
 	if err != nil {
 		t.Fatalf("call %q: %v", body, err)
 	}
@@ -155,10 +170,12 @@ func TestCallsMoveOffAnOutOfServiceNode(t *testing.T) {
 		t.Fatalf("the call went to %s", third)
 	}
 
-	// The first is back in service; excluding the third sends it there.
+	// The first is back in service and the third goes out: the call
+	// moves back to the first.
 	nodes[first].out.Store(nil)
-	if got := call(t, c, "e", third).Node; got != first {
-		t.Fatalf("excluding %s, the call went to %s, want %s", third, got, first)
+	nodes[third].out.Store(engine.Refuse(engine.CodeBelowFloor, "records gone"))
+	if got := call(t, c, "e").Node; got != first {
+		t.Fatalf("with %s out of service, the call went to %s, want %s", third, got, first)
 	}
 
 	// Every copy out of service: refused, run nowhere, each one named.
@@ -171,7 +188,7 @@ func TestCallsMoveOffAnOutOfServiceNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := c.Call(ctx, []byte("f"))
+	_, err := c.Call(ctx, estate.Call{Body: []byte("f"), Resendable: true})
 	var none *estate.NoDataNode
 	if !errors.As(err, &none) {
 		t.Fatalf("all out of service: %v, want NoDataNode", err)
@@ -189,14 +206,15 @@ func TestCallsMoveOffAnOutOfServiceNode(t *testing.T) {
 }
 
 // TestNoDataNodeAndNoAnswer: with no data node listening a call is
-// refused at once; a node that takes a call and does not answer in time
-// is named, and the call is not sent anywhere else (it may have run).
+// refused at once; a node that takes a call and does not answer before
+// the caller's own deadline is named, and the call is not sent anywhere
+// else, resendable or not (it may have run, and nobody waits any more).
 func TestNoDataNodeAndNoAnswer(t *testing.T) {
 	_, url := broker(t)
 	var logs syncBuf
 	c := join(t, url, &logs)
 	start := time.Now()
-	_, err := c.Call(context.Background(), []byte("x"))
+	_, err := c.Call(context.Background(), estate.Call{Body: []byte("x"), Resendable: true})
 	var none *estate.NoDataNode
 	if !errors.As(err, &none) || len(none.OutOfService) != 0 {
 		t.Fatalf("no data node: %v", err)
@@ -204,13 +222,18 @@ func TestNoDataNodeAndNoAnswer(t *testing.T) {
 	if time.Since(start) > estate.DefaultHelloWait {
 		t.Logf("no responders was not reported at once (%v); the hello timed out instead", time.Since(start))
 	}
+	// Forwarded, the same is a refusal worth coming back for.
+	_, _, err = c.Forward(context.Background(), []byte("x"), true, nil)
+	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeNoDataNode || ref.RetryAfter <= 0 {
+		t.Fatalf("forwarded to no data node: %v", err)
+	}
 
 	hang := make(chan struct{})
 	defer close(hang)
 	slow := startDataNode(t, url, "slow", hang)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err = c.Call(ctx, []byte("y"))
+	_, err = c.Call(ctx, estate.Call{Body: []byte("y"), Resendable: true})
 	var na *estate.NoAnswer
 	if !errors.As(err, &na) || na.Node != "slow" {
 		t.Fatalf("hanging node: %v, want NoAnswer naming slow", err)
@@ -255,5 +278,192 @@ func waitLog(t *testing.T, logs *syncBuf, want string) {
 			t.Fatalf("no %s in:\n%s", want, logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// refusalOf reads the test nodes' refusals: the refusal object as JSON.
+func refusalOf(answer []byte) *engine.Refusal {
+	var r engine.Refusal
+	if json.Unmarshal(answer, &r) != nil || r.Code == "" {
+		return nil
+	}
+	return &r
+}
+
+func refusalJSON(t *testing.T, r *engine.Refusal) []byte {
+	t.Helper()
+	b, err := json.Marshal(r.Object())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCallsMoveOnRefusalsThatProveNothingRan: the first node to take a
+// call answers it with a refusal and every other node answers "ok". A
+// refusal the code table marks as proving the call ran nowhere there
+// (stalled, behind, an eviction naming no position) moves the call and
+// the next node's answer is the call's; one about the call or the fleet
+// (not_found, maintenance) or an eviction naming the position its record
+// landed at is the answer, and no other node is asked. When every node
+// refuses so, the last refusal is the answer, each node asked once.
+func TestCallsMoveOnRefusalsThatProveNothingRan(t *testing.T) {
+	_, url := broker(t)
+	var script struct {
+		sync.Mutex
+		first []byte // what the first node asked answers
+		every bool   // every node answers it
+		asked []string
+	}
+	var nodes []*dataNode
+	for _, n := range []string{"n1", "n2", "n3"} {
+		n := n
+		nodes = append(nodes, startNode(t, url, &dataNode{name: n, answer: func([]byte) []byte {
+			script.Lock()
+			defer script.Unlock()
+			script.asked = append(script.asked, n)
+			if len(script.asked) == 1 || script.every {
+				return script.first
+			}
+			return []byte("ok")
+		}}))
+	}
+	var logs syncBuf
+	c := join(t, url, &logs)
+
+	evictedAt := engine.Refuse(engine.CodeEvicted, "appended, then gated.")
+	evictedAt.Position = &engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: 9}
+	cases := []struct {
+		name  string
+		first []byte
+		moves bool
+	}{
+		{"stalled moves", refusalJSON(t, engine.Refuse(engine.CodeStalled, "this copy is stalled.")), true},
+		{"behind moves", refusalJSON(t, engine.Refuse(engine.CodeBehind, "behind.")), true},
+		{"evicted before appending moves", refusalJSON(t, engine.Refuse(engine.CodeEvicted, "nothing was written.")), true},
+		{"not_found stays", refusalJSON(t, engine.Refuse(engine.CodeNotFound, "no such item.")), false},
+		{"maintenance stays", refusalJSON(t, engine.Refuse(engine.CodeMaintenance, "a capacity window.")), false},
+		{"evicted at a position stays", refusalJSON(t, evictedAt), false},
+		{"a success stays", []byte("fine"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			script.Lock()
+			script.first, script.every, script.asked = tc.first, false, nil
+			script.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r, err := c.Call(ctx, estate.Call{Body: []byte("q"), Refusal: refusalOf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			script.Lock()
+			asked := slices.Clone(script.asked)
+			script.Unlock()
+			want, wantNode := string(tc.first), asked[0]
+			if tc.moves {
+				want = "ok"
+				if len(asked) != 2 || asked[1] == asked[0] {
+					t.Fatalf("asked %v, want two nodes", asked)
+				}
+				wantNode = asked[1]
+			} else if len(asked) != 1 {
+				t.Fatalf("asked %v, want the first only", asked)
+			}
+			if string(r.Body) != want || r.Node != wantNode {
+				t.Fatalf("answered %q by %s, want %q by %s", r.Body, r.Node, want, wantNode)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), `"msg":"estate_refusal_moved"`) || !strings.Contains(logs.String(), `"refused":"stalled"`) ||
+		!strings.Contains(logs.String(), `"component":"estate"`) {
+		t.Fatalf("no estate_refusal_moved naming stalled:\n%s", logs.String())
+	}
+
+	// Every node refuses stalled: the last refusal is the answer.
+	script.Lock()
+	script.first, script.every, script.asked = refusalJSON(t, engine.Refuse(engine.CodeStalled, "stalled.")), true, nil
+	script.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Call(ctx, estate.Call{Body: []byte("q"), Refusal: refusalOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script.Lock()
+	asked := slices.Clone(script.asked)
+	script.Unlock()
+	slices.Sort(asked)
+	if !slices.Equal(asked, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("asked %v, want each node once", asked)
+	}
+	if ref := refusalOf(r.Body); ref == nil || ref.Code != engine.CodeStalled || r.Node == "" {
+		t.Fatalf("every node stalled: answered %q by %q, want a stalled refusal naming its node", r.Body, r.Node)
+	}
+}
+
+// TestUnansweredCallMovesOnlyWhenResendable: node a takes every call and
+// never answers; b is out of service until a has taken the call (so a is
+// the one asked first, and b is sound by the time a's attempt times out).
+// A call that is not resendable is answered NoAnswer naming a and never
+// reaches b; a resendable one is offered to b, which answers it. With b
+// out of service throughout, a resendable call that a took is answered
+// NoAnswer (it may have run), not NoDataNode (which says it ran nowhere).
+func TestUnansweredCallMovesOnlyWhenResendable(t *testing.T) {
+	_, url := broker(t)
+	hang := make(chan struct{})
+	defer close(hang)
+	b := &dataNode{name: "b"}
+	var freeB atomic.Bool
+	a := &dataNode{name: "a", hang: hang, taken: func() {
+		if freeB.Load() {
+			b.out.Store(nil)
+		}
+	}}
+	out := engine.Refuse(engine.CodeStalled, "applier stuck")
+	b.out.Store(out)
+	startNode(t, url, a)
+	startNode(t, url, b)
+	var logs syncBuf
+	c := join(t, url, &logs)
+	// Far past how long a takes to start on a call, so b is sound before
+	// a's attempt ends; the test asserts no duration.
+	c.SetAttemptTimeout(2 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	freeB.Store(true)
+	_, err := c.Call(ctx, estate.Call{Body: []byte("w")})
+	var na *estate.NoAnswer
+	if !errors.As(err, &na) || na.Node != "a" {
+		t.Fatalf("not resendable: %v, want NoAnswer naming a", err)
+	}
+	if a.calls.Load() != 1 || b.calls.Load() != 0 {
+		t.Fatalf("not resendable: a ran %d, b ran %d; want 1 and 0", a.calls.Load(), b.calls.Load())
+	}
+	if !strings.Contains(logs.String(), `"msg":"estate_call_unanswered"`) || !strings.Contains(logs.String(), `"data_node":"a"`) {
+		t.Fatalf("no estate_call_unanswered naming a:\n%s", logs.String())
+	}
+
+	b.out.Store(out)
+	r, err := c.Call(ctx, estate.Call{Body: []byte("r"), Resendable: true})
+	if err != nil || r.Node != "b" || string(r.Body) != "b:r" {
+		t.Fatalf("resendable: %q by %q, %v; want b's answer", r.Body, r.Node, err)
+	}
+	if a.calls.Load() != 2 || b.calls.Load() != 1 {
+		t.Fatalf("resendable: a ran %d, b ran %d; want 2 and 1", a.calls.Load(), b.calls.Load())
+	}
+
+	// b out of service throughout: the one node that took the call may
+	// have run it, and that is the answer.
+	freeB.Store(false)
+	b.out.Store(out)
+	_, _, err = c.Forward(ctx, []byte("s"), true, nil)
+	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeBrokerUnreachable || !strings.Contains(ref.Message, "data node a ") ||
+		!strings.Contains(ref.Message, "may have run") {
+		t.Fatalf("resendable, no node left: %v, want the refusal saying a may have run it", err)
+	}
+	if a.calls.Load() != 3 || b.calls.Load() != 1 {
+		t.Fatalf("no node left: a ran %d, b ran %d; want 3 and 1", a.calls.Load(), b.calls.Load())
 	}
 }

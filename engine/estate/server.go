@@ -4,7 +4,10 @@
 // out of service (its applier stalled or stopped, the node evicted, its
 // log not its rows' log) answers that it is out of service instead, so
 // calls move to another. A data node that stops altogether stops
-// answering, and calls move the same way.
+// answering, and calls move the same way; so does a call a data node
+// refused in a way that proves it ran nowhere there (the refusal-code
+// table's Elsewhere column). Client.Call is the one place these rules
+// live.
 //
 // The calls themselves are opaque bytes: the server hands each to a
 // Handler (the MCP surface's message handler, wired by cmd) and returns

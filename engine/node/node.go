@@ -90,6 +90,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
+	sqlite.SetLogger(n.db, cfg.Logger)
 	if err := n.openReplicas(ctx); err != nil {
 		return n, err
 	}

@@ -11,12 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"github.com/crewlet/crewlet/engine"
 )
 
 // FileName is the replicated database's name inside the data directory.
@@ -68,9 +72,45 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 }
 
 // BeginWrite opens a write transaction: BEGIN IMMEDIATE, the lock taken
-// when it begins rather than at its first write.
+// when it begins rather than at its first write. A writer that does not
+// reach the front of the line within store.busy_timeout_seconds fails
+// retryably and rejoins it (logged store_tx_retry, naming the knob): a
+// boot or an apply behind a long transaction waits its turn rather than
+// failing, and the line still drains in order.
 func BeginWrite(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
-	return db.BeginTx(ctx, nil)
+	for attempt := 1; ; attempt++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err == nil || !IsBusy(err) || ctx.Err() != nil {
+			return tx, err
+		}
+		loggerOf(db).Warn(engine.EvStoreTxRetry, "knob", "store.busy_timeout_seconds", "attempt", attempt, engine.LogErr, err.Error(),
+			"hint", "a writer waited out the busy timeout behind other writers' transactions; on a node doing bulk work, raise store.busy_timeout_seconds")
+	}
+}
+
+// IsBusy reports whether err is SQLite's SQLITE_BUSY: the lock was not
+// had within the busy timeout.
+func IsBusy(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return coded.Code()&0xff == 5 // SQLITE_BUSY and its extended codes
+	}
+	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
+}
+
+// loggers are where each open database's store_tx_retry lines go.
+var loggers sync.Map
+
+// SetLogger names where db's store lines go (component store).
+func SetLogger(db *sql.DB, l *slog.Logger) {
+	loggers.Store(db, l.With(engine.LogComponent, engine.ComponentStore))
+}
+
+func loggerOf(db *sql.DB) *slog.Logger {
+	if l, ok := loggers.Load(db); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // BeginRead opens a read transaction: a deferred BEGIN, one consistent

@@ -76,17 +76,25 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			r.drain.observe(applied, took)
 			r.stats.observe(applied, rows, took)
 			batch = batch[:used]
+			// The newest delivery, not the last: a redelivered older
+			// record can come after newer ones in the same batch.
+			newest := batch[0]
 			for _, d := range batch {
 				r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
+				if d.Seq > newest.Seq {
+					newest = d
+				}
 			}
 			*cp = next
 			r.progress.set(next.Seq, next.AppliedThrough)
-			if end := batch[len(batch)-1].Seq + batch[len(batch)-1].Pending; end > r.logEnd.Load() {
+			if end := newest.Seq + newest.Pending; end > r.logEnd.Load() {
 				r.logEnd.Store(end)
 			}
 			// Ack after the commit: the checkpoint, not the consumer, is
 			// what this node resumes from, so a lost ack costs nothing.
-			_ = batch[len(batch)-1].Ack()
+			// The policy is ack-all, so acking the newest acknowledges the
+			// whole batch, all of it at or below the checkpoint now.
+			_ = newest.Ack()
 			if attempt > 0 {
 				r.faultMu.Lock()
 				r.faulted, r.lastErr = false, nil

@@ -289,6 +289,70 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// directRule is a rule on what a package names in its own imports,
+// standard library and third-party modules included: what a layer may
+// know itself, whatever the packages it names stand on (mcp reaches the
+// broker through tools and the engine, as it must, but never names it).
+type directRule struct {
+	name string
+	from func(rel string) bool
+	// bad is given the full import path.
+	bad func(imp string) bool
+	why string
+}
+
+// isNATSOrSQL reports whether import path imp is a NATS client or server,
+// or SQL: the broker's and the store's own vocabularies.
+func isNATSOrSQL(imp string) bool {
+	return strings.HasPrefix(imp, "github.com/nats-io/") || under(imp, "database/sql") || under(imp, "modernc.org/sqlite")
+}
+
+func TestDirectImports(t *testing.T) {
+	r := load(t)
+	engine := r.module + "/engine"
+	rules := []directRule{
+		{
+			name: "mcp names no engine internal",
+			from: func(rel string) bool { return under(rel, "mcp") },
+			bad:  func(imp string) bool { return under(imp, engine) && imp != engine || isNATSOrSQL(imp) },
+			why:  "mcp knows tools and the engine's vocabulary (package engine), never an engine subpackage, NATS or SQL; cmd wires engine parts in through mcp's interfaces",
+		},
+		{
+			name: "tools names no broker or store",
+			from: func(rel string) bool { return under(rel, "tools") },
+			bad: func(imp string) bool {
+				return under(imp, engine+"/broker") || under(imp, engine+"/sqlite") || isNATSOrSQL(imp)
+			},
+			why: "tools knows the engine's API, never NATS or SQL",
+		},
+	}
+	for _, ru := range rules {
+		matched := 0
+		for _, k := range r.sortedPkgs() {
+			rel := r.rel(k.path)
+			if !ru.from(rel) {
+				continue
+			}
+			matched++
+			var imps []string
+			for imp := range k.imports {
+				imps = append(imps, imp)
+			}
+			sort.Strings(imps)
+			for _, imp := range imps {
+				if ru.bad(imp) {
+					t.Errorf("%s: %s imports %s (%s)", ru.name, rel, imp, ru.why)
+				}
+			}
+		}
+		// A rule that matches no package guards nothing: a moved or
+		// renamed layer must take its rule along.
+		if matched == 0 {
+			t.Errorf("%s: no package it applies to", ru.name)
+		}
+	}
+}
+
 // isTestHelper reports whether a package exists only for tests: by Go
 // convention its name ends in "test" (enginetest, like net/http/httptest).
 func isTestHelper(rel string) bool {

@@ -1,0 +1,295 @@
+package statelog_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// kvDomain is the scripts' domain: one table of keys, each record about
+// one key on its own subject. put sets a value, add adds to a number (so
+// a record applied twice shows in the value, not only in the ledger), del
+// removes the key. A key's version is the seq of the last record about it.
+type kvDomain struct{}
+
+const kvName engine.Domain = "kv"
+
+func (kvDomain) Name() engine.Domain { return kvName }
+
+func (kvDomain) Schema() string {
+	return `CREATE TABLE IF NOT EXISTS kv (
+	key     TEXT PRIMARY KEY,
+	value   TEXT NOT NULL,
+	version INTEGER NOT NULL
+) WITHOUT ROWID;`
+}
+
+// kvPayload is a kv record's body.
+type kvPayload struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	By    int64  `json:"by,omitempty"`
+}
+
+const (
+	kindPut = "kv.put"
+	kindAdd = "kv.add"
+	kindDel = "kv.del"
+)
+
+func kvSubject(key string) string { return statelog.SubjectPrefix(kvName) + "k." + key }
+
+func (kvDomain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
+	var p kvPayload
+	if err := json.Unmarshal(rec.Payload, &p); err != nil || p.Key == "" {
+		return nil // moot: names no key
+	}
+	var err error
+	switch rec.Kind {
+	case kindPut:
+		_, err = at.Exec(ctx, tx, `INSERT INTO kv(key, value, version) VALUES(?,?,?)
+			ON CONFLICT(key) DO UPDATE SET value = excluded.value, version = excluded.version`, p.Key, p.Value, at.Seq)
+	case kindAdd:
+		_, err = at.Exec(ctx, tx, `INSERT INTO kv(key, value, version) VALUES(?,?,?)
+			ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT), version = excluded.version`,
+			p.Key, strconv.FormatInt(p.By, 10), at.Seq, p.By)
+	case kindDel:
+		_, err = at.Exec(ctx, tx, `DELETE FROM kv WHERE key = ?`, p.Key)
+	}
+	return err
+}
+
+// kvRow is one key as the rows hold it.
+type kvRow struct {
+	Value   string
+	Version uint64
+}
+
+// kvModel is what a log prefix must leave in a node's rows: the first
+// copy of each operation applies, every later copy applies nothing, and
+// every record moves its subject's anchor. The scripts hold every node to
+// it after every step.
+type kvModel struct {
+	rows    map[string]kvRow
+	ledger  map[string]uint64 // op id → the seq of its first copy
+	anchors map[string]uint64 // subject → the last seq on it
+	gated   map[string]uint64 // the records the eviction gate dropped, by seq
+}
+
+func newModel() kvModel {
+	return kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}, gated: map[string]uint64{}}
+}
+
+func replayKV(msgs []statelog.StoredMsg, through uint64) kvModel {
+	m := newModel()
+	// The node gate: when each node was last evicted and readmitted.
+	evicted, readmitted := map[string]uint64{}, map[string]uint64{}
+	for _, msg := range msgs {
+		if msg.Seq > through {
+			break
+		}
+		rec, err := record.Decode(msg.Data)
+		if err != nil || rec.Kind == record.KindBarrier {
+			continue
+		}
+		m.anchors[msg.Subject] = msg.Seq
+		if e := evicted[rec.Writer]; e > 0 && msg.Seq > e && readmitted[rec.Writer] < e {
+			m.gated[strconv.FormatUint(msg.Seq, 10)] = msg.Seq
+			continue
+		}
+		if _, dup := m.ledger[rec.OpID]; dup && rec.OpID != "" {
+			continue
+		}
+		var gate struct {
+			Node string `json:"node"`
+		}
+		switch {
+		case rec.Kind == statelog.KindEvict || rec.Kind == statelog.KindReadmit:
+			if json.Unmarshal(rec.Payload, &gate) == nil && gate.Node != "" {
+				if rec.Kind == statelog.KindEvict {
+					evicted[gate.Node], readmitted[gate.Node] = msg.Seq, 0
+				} else if evicted[gate.Node] > 0 {
+					readmitted[gate.Node] = msg.Seq
+				}
+			}
+			if rec.OpID != "" {
+				m.ledger[rec.OpID] = msg.Seq
+			}
+			continue
+		}
+		var p kvPayload
+		if json.Unmarshal(rec.Payload, &p) == nil && p.Key != "" {
+			switch rec.Kind {
+			case kindPut:
+				m.rows[p.Key] = kvRow{Value: p.Value, Version: msg.Seq}
+			case kindAdd:
+				n, _ := strconv.ParseInt(m.rows[p.Key].Value, 10, 64)
+				m.rows[p.Key] = kvRow{Value: strconv.FormatInt(n+p.By, 10), Version: msg.Seq}
+			case kindDel:
+				delete(m.rows, p.Key)
+			}
+		}
+		if rec.OpID != "" {
+			m.ledger[rec.OpID] = msg.Seq
+		}
+	}
+	return m
+}
+
+// kvDecide is the decision of one kv write against the local rows:
+// put under if_match refuses stale unless the key's version is it (0:
+// the key is absent), del refuses not_found for an absent key. Both
+// refusals are decided from rows, so the write path settles them at the
+// log's end before answering.
+func kvDecide(kind string, p kvPayload, ifMatch *uint64) statelog.Decide {
+	return func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		var version uint64
+		err := tx.QueryRowContext(ctx, `SELECT version FROM kv WHERE key = ?`, p.Key).Scan(&version)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		absent := errors.Is(err, sql.ErrNoRows)
+		if ifMatch != nil && version != *ifMatch {
+			return nil, engine.Refuse(engine.CodeStale, "%s is at version %d, not %d", p.Key, version, *ifMatch)
+		}
+		if kind == kindDel && absent {
+			return nil, engine.Refuse(engine.CodeNotFound, "%s is not there", p.Key)
+		}
+		return &statelog.Proposal{Kind: kind, Subject: kvSubject(p.Key), Scope: []string{"kv:" + p.Key}, Payload: p}, nil
+	}
+}
+
+// readKV reads one key inside a read's snapshot.
+func readKV(key string, out *kvRow) statelog.ObjectReadFunc {
+	return func(ctx context.Context, tx *sql.Tx) ([]string, error) {
+		scope := []string{"kv:" + key}
+		err := tx.QueryRowContext(ctx, `SELECT value, version FROM kv WHERE key = ?`, key).Scan(&out.Value, &out.Version)
+		if errors.Is(err, sql.ErrNoRows) {
+			return scope, engine.Refuse(engine.CodeNotFound, "%s is not there", key)
+		}
+		return scope, err
+	}
+}
+
+// kvState is a node's rows, ledger, anchors and checkpoint read in one
+// snapshot, so they can be held to the model together.
+type kvState struct {
+	seq, appliedThrough uint64
+	model               kvModel
+}
+
+func readState(ctx context.Context, db *sql.DB) (kvState, error) {
+	st := kvState{model: newModel()}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, err
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `SELECT seq, applied_through FROM statelog_checkpoint WHERE domain = ?`, string(kvName)).
+		Scan(&st.seq, &st.appliedThrough); err != nil {
+		return st, err
+	}
+	scan := func(query string, f func(*sql.Rows) error, args ...any) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := f(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	if err := scan(`SELECT key, value, version FROM kv`, func(rs *sql.Rows) error {
+		var k string
+		var r kvRow
+		if err := rs.Scan(&k, &r.Value, &r.Version); err != nil {
+			return err
+		}
+		st.model.rows[k] = r
+		return nil
+	}); err != nil {
+		return st, err
+	}
+	if err := scan(`SELECT op_id, seq FROM statelog_ledger WHERE domain = ?`, func(rs *sql.Rows) error {
+		var op string
+		var seq uint64
+		if err := rs.Scan(&op, &seq); err != nil {
+			return err
+		}
+		st.model.ledger[op] = seq
+		return nil
+	}, string(kvName)); err != nil {
+		return st, err
+	}
+	if err := scan(`SELECT subject, seq FROM statelog_anchor WHERE domain = ?`, func(rs *sql.Rows) error {
+		var subject string
+		var seq uint64
+		if err := rs.Scan(&subject, &seq); err != nil {
+			return err
+		}
+		st.model.anchors[subject] = seq
+		return nil
+	}, string(kvName)); err != nil {
+		return st, err
+	}
+	err = scan(`SELECT seq FROM statelog_gated WHERE domain = ?`, func(rs *sql.Rows) error {
+		var seq uint64
+		if err := rs.Scan(&seq); err != nil {
+			return err
+		}
+		st.model.gated[strconv.FormatUint(seq, 10)] = seq
+		return nil
+	}, string(kvName))
+	return st, err
+}
+
+// diff says where got departs from want, "" when it does not.
+func (want kvModel) diff(got kvModel) string {
+	var out string
+	cmp := func(what string, w, g map[string]uint64) {
+		for k, v := range w {
+			if g[k] != v {
+				out += fmt.Sprintf("%s %s: want %d, have %d; ", what, k, v, g[k])
+			}
+		}
+		for k, v := range g {
+			if _, ok := w[k]; !ok {
+				out += fmt.Sprintf("%s %s: want none, have %d; ", what, k, v)
+			}
+		}
+	}
+	for k, w := range want.rows {
+		if g, ok := got.rows[k]; !ok || g != w {
+			out += fmt.Sprintf("row %s: want %s@%d, have %+v (present %v); ", k, w.Value, w.Version, g, ok)
+		}
+	}
+	for k, g := range got.rows {
+		if _, ok := want.rows[k]; !ok {
+			out += fmt.Sprintf("row %s: want none, have %s@%d; ", k, g.Value, g.Version)
+		}
+	}
+	cmp("ledger", want.ledger, got.ledger)
+	cmp("anchor", want.anchors, got.anchors)
+	cmp("gated", want.gated, got.gated)
+	return out
+}
+
+// encodeRecord is a kv record as another writer would append it.
+func encodeRecord(kind, opID, writer string, p kvPayload) ([]byte, error) {
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return record.Encode(&record.Record{Kind: kind, Version: 1, OpID: opID, Writer: writer, Generation: 1,
+		Subject: kvSubject(p.Key), Scope: []string{"kv:" + p.Key}, Payload: payload})
+}
