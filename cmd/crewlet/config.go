@@ -10,10 +10,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
 )
 
@@ -136,19 +136,10 @@ type HTTPSection struct {
 	MaxConnections int `yaml:"max_connections"`
 }
 
-// ConfigError is a field of the file (or a flag) that cannot be used.
-type ConfigError struct {
-	Field  string // the Tier A name, e.g. stream.sync
-	Value  string // the value given, as written
-	Reason string // what is wrong and what would be accepted
-}
-
-func (e *ConfigError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("config: %s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("config: %s: %q %s", e.Field, e.Value, e.Reason)
-}
+// ConfigError is a field of the file (or a flag) that cannot be used: the
+// loader's own (an unknown key, a value of the wrong type) and every
+// package's rules answer the same type.
+type ConfigError = engine.ConfigError
 
 // ByteSize is a byte count written either as an integer or with a binary
 // or decimal unit: 1073741824, 1GiB, 512MiB, 2GB.
@@ -302,39 +293,12 @@ func leafReason(err error, t reflect.Type) string {
 	return err.Error()
 }
 
-// Validate checks every field it can check without a broker or a disk.
+// Validate checks every value of the file and the flags, each block by
+// the package whose rules they are: node.*, stream.* and store.* by the
+// node (node.Config.Validate).
 func (c *Config) Validate() error {
-	switch c.Node.Mode {
-	case "", node.ModeNormal, node.ModeMaintenance, node.ModeSeal:
-	default:
-		return &ConfigError{Field: "node.mode", Value: c.Node.Mode, Reason: "is not one of normal, maintenance, seal"}
-	}
-	if strings.ContainsAny(c.Node.Name, " \t\r\n.*>/\\") {
-		return &ConfigError{Field: "node.name", Value: c.Node.Name, Reason: "must not contain whitespace, '.', '*', '>', '/' or '\\' (it names the node's durable consumers)"}
-	}
-	switch c.Stream.Type {
-	case "", "embedded", "nats":
-	default:
-		return &ConfigError{Field: "stream.type", Value: c.Stream.Type, Reason: "is not one of embedded, nats"}
-	}
-	if c.Stream.Sync != "" {
-		if len(c.Stream.Leaf.URLs) > 0 {
-			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
-				Reason: "is refused on a leaf (stream.leaf.urls): a leaf's broker runs no JetStream and has no file store; the members it joins decide what an acknowledged write has reached, in their own stream.sync"}
-		}
-		if c.Stream.Type == "nats" {
-			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
-				Reason: "is refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead"}
-		}
-		if err := validateSync(c.Stream.Sync); err != nil {
-			return err
-		}
-	}
-	if err := c.validateFleet(); err != nil {
+	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
-	}
-	if c.Store.BusyTimeoutSeconds < 0 {
-		return &ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
 	}
 	if c.Operator.Token != "" {
 		if strings.ContainsAny(c.Operator.Token, " \t\r\n") {
@@ -345,7 +309,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.HTTP.Listen != "" {
-		if err := validateListen("http.listen", c.HTTP.Listen); err != nil {
+		if err := engine.CheckListen("http.listen", c.HTTP.Listen); err != nil {
 			return err
 		}
 	}
@@ -386,29 +350,6 @@ func validateAllowedHost(h string) error {
 	return nil
 }
 
-func validateSync(s string) error {
-	if s == "always" {
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return &ConfigError{Field: "stream.sync", Value: s, Reason: "is neither always nor a positive Go duration such as 30s"}
-	}
-	return nil
-}
-
-func validateListen(field, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return &ConfigError{Field: field, Value: addr, Reason: "is not host:port (for example 127.0.0.1:7420)"}
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return &ConfigError{Field: field, Value: addr, Reason: "has no valid port"}
-	}
-	_ = host
-	return nil
-}
-
 // NodeConfig maps the file onto node.Config for a node on dataDir. Fields
 // the file leaves unset stay zero, so node.Open applies its defaults.
 func (c *Config) NodeConfig(dataDir string) node.Config {
@@ -428,6 +369,7 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 				Routes: c.Stream.Cluster.Routes, Advertise: c.Stream.Cluster.Advertise},
 			URLs:   c.Stream.URLs,
 			Client: node.ClientConfig{Listen: c.Stream.Client.Listen, Token: c.Stream.Client.Token},
+			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
 		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
 	}

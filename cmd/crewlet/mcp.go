@@ -100,7 +100,7 @@ func (c *MCPCommand) parseJoin(fs *flag.FlagSet, o mcpOptions, join, nodeURL, co
 	}
 	for _, u := range strings.Split(join, ",") {
 		u = strings.TrimSpace(u)
-		if err := validateNATSURL("--join", u); err != nil {
+		if err := node.CheckNATSURL("--join", u); err != nil {
 			return o, usageErrorf("--join %q is not nats://host:port (the brokers' client port, stream.client.listen)", u)
 		}
 		o.Join = append(o.Join, u)
