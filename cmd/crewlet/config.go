@@ -15,21 +15,12 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/token"
 )
 
-// Defaults of the command line that node.Config does not own.
-const (
-	DefaultHTTPListen = "127.0.0.1:7420"
-	// OperatorTokenFile is the name of the generated operator token inside
-	// the data directory.
-	OperatorTokenFile = "operator.token"
-	// EnvOperatorToken is read by `crewlet mcp --node URL` when no
-	// --token-file is given.
-	EnvOperatorToken = "CREWLET_OPERATOR_TOKEN"
-	// EnvStreamToken is read by `crewlet mcp --join` when no --token-file
-	// is given: the brokers' stream.client.token.
-	EnvStreamToken = "CREWLET_STREAM_TOKEN"
-)
+// DefaultHTTPListen is the HTTP surfaces' address when neither the file
+// nor --http names one.
+const DefaultHTTPListen = "127.0.0.1:7420"
 
 // Config is the YAML file of Tier A fields, nested as the seeds name them
 // (`stream: {sync: always}` is stream.sync). Zero values mean "unset": the
@@ -295,18 +286,13 @@ func leafReason(err error, t reflect.Type) string {
 
 // Validate checks every value of the file and the flags, each block by
 // the package whose rules they are: node.*, stream.* and store.* by the
-// node (node.Config.Validate).
+// node (node.Config.Validate), operator.token by the token's keeper.
 func (c *Config) Validate() error {
 	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
 	}
-	if c.Operator.Token != "" {
-		if strings.ContainsAny(c.Operator.Token, " \t\r\n") {
-			return &ConfigError{Field: "operator.token", Reason: "must not contain whitespace"}
-		}
-		if len(c.Operator.Token) < 16 {
-			return &ConfigError{Field: "operator.token", Reason: "is shorter than 16 characters; leave it unset to have one generated"}
-		}
+	if err := token.Check(c.Operator.Token); err != nil {
+		return err
 	}
 	if c.HTTP.Listen != "" {
 		if err := engine.CheckListen("http.listen", c.HTTP.Listen); err != nil {

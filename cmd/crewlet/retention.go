@@ -3,16 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/internal/token"
 )
 
 // RetentionCommand is `crewlet retention`: replication answers from a
@@ -29,8 +29,8 @@ func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("crewlet retention status", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
 	nodeURL := fs.String("node", "http://"+DefaultHTTPListen, "base `URL` of the running node's HTTP surfaces")
-	tokenFile := fs.String("token-file", "", "`file` holding the operator token (default: $"+EnvOperatorToken+", else <--data>/"+OperatorTokenFile+")")
-	dataDir := fs.String("data", "", "data `dir`ectory of the node, to read its "+OperatorTokenFile)
+	tokenFile := fs.String("token-file", "", "`file` holding the operator token (default: $"+token.EnvOperator+", else <--data>/"+token.FileName+")")
+	dataDir := fs.String("data", "", "data `dir`ectory of the node, to read its "+token.FileName)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag.\n\nFlags:\n")
@@ -39,9 +39,17 @@ func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	token, err := operatorTokenFor(*tokenFile, *dataDir)
-	if err != nil {
+	tok, found, err := token.Find(*tokenFile, token.EnvOperator, *dataDir)
+	var fe *token.FileError
+	switch {
+	case errors.As(err, &fe) && errors.Is(fe.Err, token.ErrEmpty):
+		return fmt.Errorf("operator token file %s is empty", fe.Path)
+	case errors.As(err, &fe):
+		return fmt.Errorf("operator token: %w", fe.Err)
+	case err != nil:
 		return err
+	case !found:
+		return usageErrorf("retention status needs the operator token: --token-file FILE, $%s, or --data DIR (reads DIR/%s)", token.EnvOperator, token.FileName)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -49,7 +57,7 @@ func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageErrorf("--node %q: %v", *nodeURL, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("retention status: %w", err)
@@ -78,27 +86,4 @@ func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("retention status: the node answered something that is not a retention answer: %w", err)
 	}
 	return a.WriteTable(c.Stdout)
-}
-
-func operatorTokenFor(tokenFile, dataDir string) (string, error) {
-	read := func(p string) (string, error) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return "", fmt.Errorf("operator token: %w", err)
-		}
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return "", fmt.Errorf("operator token file %s is empty", p)
-		}
-		return t, nil
-	}
-	switch {
-	case tokenFile != "":
-		return read(tokenFile)
-	case os.Getenv(EnvOperatorToken) != "":
-		return strings.TrimSpace(os.Getenv(EnvOperatorToken)), nil
-	case dataDir != "":
-		return read(filepath.Join(dataDir, OperatorTokenFile))
-	}
-	return "", usageErrorf("retention status needs the operator token: --token-file FILE, $%s, or --data DIR (reads DIR/%s)", EnvOperatorToken, OperatorTokenFile)
 }

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
@@ -21,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -41,7 +38,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	fs := flag.NewFlagSet("crewlet serve", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
 	configPath := fs.String("config", "", "YAML `file` of Tier A fields (node.*, stream.*, store.*, operator.*, http.*)")
-	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, operator.token")
+	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, "+token.FileName)
 	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+DefaultHTTPListen+")")
 	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
@@ -125,13 +122,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 	}()
 
-	token, tokenSource, err := OperatorToken(o.Config.Operator.Token, o.DataDir)
+	tok, tokenSource, err := token.Operator(o.Config.Operator.Token, o.DataDir)
 	if err != nil {
 		return err
 	}
 
 	opts := mcp.HTTPOptions{
-		Token:        token,
+		Token:        tok,
 		AllowedHosts: append(AllowedHosts(ln.Addr()), o.Config.HTTP.AllowedHosts...),
 		Logger:       logger,
 	}
@@ -194,53 +191,6 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		_ = hs.Close()
 	}
 	return nil
-}
-
-// OperatorToken returns the operator's bearer token and where it is kept:
-// configured (operator.token) wins; otherwise <dataDir>/operator.token,
-// generated on first boot (32 random bytes, hex, mode 0600) and reused.
-func OperatorToken(configured, dataDir string) (token, source string, err error) {
-	if configured != "" {
-		return configured, "config operator.token", nil
-	}
-	path := filepath.Join(dataDir, OperatorTokenFile)
-	if b, err := os.ReadFile(path); err == nil {
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return "", "", fmt.Errorf("operator token file %s is empty: delete it to have a new one generated", path)
-		}
-		return t, path, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	t := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process created it between our read and our create.
-		return OperatorToken("", dataDir)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if _, err := f.WriteString(t + "\n"); err != nil {
-		f.Close()
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	return t, path, nil
 }
 
 // AllowedHosts are the Host header values the HTTP surfaces accept for a
