@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"reflect"
 	"strconv"
@@ -15,16 +14,14 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
-// DefaultHTTPListen is the HTTP surfaces' address when neither the file
-// nor --http names one.
-const DefaultHTTPListen = "127.0.0.1:7420"
-
 // Config is the YAML file of Tier A fields, nested as the seeds name them
-// (`stream: {sync: always}` is stream.sync). Zero values mean "unset": the
-// node's defaults apply.
+// (`stream: {sync: always}` is stream.sync). It only maps the file: zero
+// values mean "unset", and the rules and defaults of each block are the
+// package's that uses it (NodeConfig, HTTPConfig, operator.token).
 type Config struct {
 	Node     NodeSection     `yaml:"node"`
 	Stream   StreamSection   `yaml:"stream"`
@@ -113,7 +110,7 @@ type OperatorSection struct {
 
 // HTTPSection is http.*.
 type HTTPSection struct {
-	// Listen is http.listen (default 127.0.0.1:7420).
+	// Listen is http.listen (default httpedge.DefaultListen).
 	Listen string `yaml:"listen"`
 	// AllowedHosts is http.allowed_hosts: the Host (and Origin) names
 	// the node is reached by besides its listen address and loopback,
@@ -183,7 +180,9 @@ func (b *ByteSize) UnmarshalYAML(v *yaml.Node) error {
 	return nil
 }
 
-// LoadConfig reads the YAML file at path. Unknown keys are refused.
+// LoadConfig reads the YAML file at path and validates it on its own, so
+// a command refuses exactly the files `crewlet validate` refuses, whatever
+// its flags override. Unknown keys are refused.
 func LoadConfig(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -193,9 +192,10 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(f)
 }
 
-// ParseConfig decodes one YAML document of Tier A fields and validates it.
-// A key the file does not know is refused with an error naming it in full
-// (stream.sink, not sink).
+// ParseConfig maps one YAML document of Tier A fields onto Config and
+// validates it. A key the file does not know is refused with an error
+// naming it in full (stream.sink, not sink), and so is a value of the
+// wrong type.
 func ParseConfig(r io.Reader) (Config, error) {
 	var c Config
 	raw, err := io.ReadAll(r)
@@ -286,7 +286,7 @@ func leafReason(err error, t reflect.Type) string {
 
 // Validate checks every value of the file and the flags, each block by
 // the package whose rules they are: node.*, stream.* and store.* by the
-// node (node.Config.Validate), operator.token by the token's keeper.
+// node, operator.token by its keeper, http.* by the HTTP edge.
 func (c *Config) Validate() error {
 	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
@@ -294,46 +294,7 @@ func (c *Config) Validate() error {
 	if err := token.Check(c.Operator.Token); err != nil {
 		return err
 	}
-	if c.HTTP.Listen != "" {
-		if err := engine.CheckListen("http.listen", c.HTTP.Listen); err != nil {
-			return err
-		}
-	}
-	for _, h := range c.HTTP.AllowedHosts {
-		if err := validateAllowedHost(h); err != nil {
-			return err
-		}
-	}
-	if c.HTTP.MaxConnections < 0 {
-		return &ConfigError{Field: "http.max_connections", Value: strconv.Itoa(c.HTTP.MaxConnections), Reason: "must be a positive number of connections (unset: 1024)"}
-	}
-	return nil
-}
-
-// validateAllowedHost accepts a host name or address, with or without a
-// port, as a Host header carries it: no scheme, path or wildcard, since
-// the guard compares names exactly.
-func validateAllowedHost(h string) error {
-	const field = "http.allowed_hosts"
-	if strings.TrimSpace(h) == "" {
-		return &ConfigError{Field: field, Value: h, Reason: "has an empty entry; list host names such as crewlet.example.com or crewlet.example.com:443"}
-	}
-	if strings.Contains(h, "://") || strings.ContainsAny(h, "/ \t*?#@") {
-		return &ConfigError{Field: field, Value: h, Reason: "is not a host or host:port as a Host header carries it (no scheme, path, space or wildcard); for https://crewlet.example.com/ write crewlet.example.com"}
-	}
-	host := h
-	if hp, port, err := net.SplitHostPort(h); err == nil {
-		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-			return &ConfigError{Field: field, Value: h, Reason: "has no valid port"}
-		}
-		host = hp
-	} else if strings.Count(h, ":") == 1 {
-		return &ConfigError{Field: field, Value: h, Reason: "is not host or host:port"}
-	}
-	if strings.Trim(host, "[]") == "" {
-		return &ConfigError{Field: field, Value: h, Reason: "names no host"}
-	}
-	return nil
+	return c.HTTPConfig().Validate()
 }
 
 // NodeConfig maps the file onto node.Config for a node on dataDir. Fields
@@ -358,5 +319,16 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
 		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+	}
+}
+
+// HTTPConfig maps the file's http.* block onto httpedge.Config. Unset
+// fields stay zero.
+func (c *Config) HTTPConfig() httpedge.Config {
+	return httpedge.Config{
+		Listen:         c.HTTP.Listen,
+		AllowedHosts:   c.HTTP.AllowedHosts,
+		MaxBodyBytes:   int64(c.HTTP.MaxBodyBytes),
+		MaxConnections: c.HTTP.MaxConnections,
 	}
 }

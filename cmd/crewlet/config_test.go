@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -204,7 +204,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Listen != DefaultHTTPListen {
+	if o.Listen != httpedge.DefaultListen {
 		t.Fatalf("default listen = %q", o.Listen)
 	}
 	if _, err := c.parse([]string{"--mode", "paused"}); err == nil {
@@ -246,37 +246,6 @@ func TestMCPFlags(t *testing.T) {
 	if _, err := c.parse([]string{"--node", "http://x"}); err == nil {
 		t.Error("--node without a token accepted")
 	}
-}
-
-func TestAllowedHosts(t *testing.T) {
-	tests := []struct {
-		addr net.Addr
-		want []string
-	}{
-		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7420}, []string{"127.0.0.1:7420"}},
-		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 80}, []string{"10.1.2.3:80", "10.1.2.3"}},
-		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 443}, []string{"[::1]:443", "[::1]"}},
-	}
-	for _, tt := range tests {
-		if got := AllowedHosts(tt.addr); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("AllowedHosts(%v) = %q, want %q", tt.addr, got, tt.want)
-		}
-	}
-	if h, err := os.Hostname(); err == nil {
-		got := AllowedHosts(&net.TCPAddr{IP: net.IPv4zero, Port: 7420})
-		if !contains(got, net.JoinHostPort(h, "7420")) {
-			t.Errorf("wildcard bind: AllowedHosts = %q, want the host name", got)
-		}
-	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestLoggerComponent(t *testing.T) {

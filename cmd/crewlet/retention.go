@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/rest/restclient"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -30,7 +31,7 @@ func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
 	}
 	fs := flag.NewFlagSet("crewlet retention status", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
-	nodeURL := fs.String("node", "http://"+DefaultHTTPListen, "base `URL` of the running node's HTTP surfaces")
+	nodeURL := fs.String("node", "http://"+httpedge.DefaultListen, "base `URL` of the running node's HTTP surfaces")
 	tokenFile := fs.String("token-file", "", "`file` holding the operator token (default: $"+token.EnvOperator+", else <--data>/"+token.FileName+")")
 	dataDir := fs.String("data", "", "data `dir`ectory of the node, to read its "+token.FileName)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
@@ -28,9 +26,10 @@ type ServeCommand struct {
 
 // serveOptions are the resolved flags and file of one `crewlet serve`.
 type serveOptions struct {
-	Config    Config
+	Config    Config          // the file with the flags applied, validated
+	HTTP      httpedge.Config // its http.* block, defaults applied
 	DataDir   string
-	Listen    string
+	Listen    string // HTTP.Listen
 	LogFormat string
 }
 
@@ -39,7 +38,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	fs.SetOutput(c.Stderr)
 	configPath := fs.String("config", "", "YAML `file` of Tier A fields (node.*, stream.*, store.*, operator.*, http.*)")
 	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, "+token.FileName)
-	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+DefaultHTTPListen+")")
+	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+httpedge.DefaultListen+")")
 	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
 	fs.Usage = func() {
@@ -64,9 +63,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	if *listen != "" {
 		o.Config.HTTP.Listen = *listen
 	}
-	if o.Config.HTTP.Listen == "" {
-		o.Config.HTTP.Listen = DefaultHTTPListen
-	}
+	// The file was checked on its own; this checks the flags' values in it.
 	if err := o.Config.Validate(); err != nil {
 		return o, err
 	}
@@ -74,7 +71,8 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 		return o, usageErrorf("--data must name a directory")
 	}
 	o.DataDir = *dataDir
-	o.Listen = o.Config.HTTP.Listen
+	o.HTTP = o.Config.HTTPConfig().WithDefaults()
+	o.Listen = o.HTTP.Listen
 	o.LogFormat = *logFormat
 	return o, nil
 }
@@ -90,7 +88,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.logsTo(logger, o.LogFormat)
-	maxConns, lowered, err := httpedge.FitConnections(o.Config.HTTP.MaxConnections)
+	maxConns, lowered, err := httpedge.FitConnections(o.HTTP.MaxConnections)
 	if err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 
 	opts := mcp.HTTPOptions{
 		Token:        tok,
-		AllowedHosts: append(AllowedHosts(ln.Addr()), o.Config.HTTP.AllowedHosts...),
+		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
 	}
 	srv := mcp.NewServer(n.Tracker(), Version(), logger, mcp.WithKB(n.Pages()), mcp.WithFleet(n.NodeGates()), mcp.WithRetention(n.Retention()))
@@ -156,7 +154,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	root.Handle("/", mcp.Guard(opts, api))
 
 	// The edge comes before every route, the guard included.
-	limits := httpedge.Limits{MaxBodyBytes: int64(o.Config.HTTP.MaxBodyBytes), MaxConnections: maxConns}.WithDefaults()
+	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
 	hs := httpedge.Server(root, limits, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
@@ -191,35 +189,4 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		_ = hs.Close()
 	}
 	return nil
-}
-
-// AllowedHosts are the Host header values the HTTP surfaces accept for a
-// server bound to addr, besides loopback names on the bound port (which
-// mcp.Guard always allows): the bound address itself and, on a wildcard
-// bind, this host's name. The bare host is added on port 80 or 443, where
-// clients leave the port out.
-func AllowedHosts(addr net.Addr) []string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return []string{addr.String()}
-	}
-	var names []string
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if h, err := os.Hostname(); err == nil && h != "" {
-			names = append(names, h)
-		}
-	} else if host != "" {
-		names = append(names, host)
-	}
-	var out []string
-	for _, n := range names {
-		out = append(out, net.JoinHostPort(n, port))
-		if port == "80" || port == "443" {
-			if strings.Contains(n, ":") {
-				n = "[" + n + "]"
-			}
-			out = append(out, n)
-		}
-	}
-	return out
 }

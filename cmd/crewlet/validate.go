@@ -41,9 +41,5 @@ func (c *ValidateCommand) Run(_ context.Context, args []string) error {
 // cannotCheck lists what a file alone cannot tell, each block's by the
 // package whose rules they are.
 func cannotCheck(cfg Config) []string {
-	out := cfg.NodeConfig("").Unchecked()
-	if cfg.HTTP.MaxConnections > 0 {
-		out = append(out, "that http.max_connections fits under the open-file limit of the process that serves it (crewlet serve checks it when it starts)")
-	}
-	return out
+	return append(cfg.NodeConfig("").Unchecked(), cfg.HTTPConfig().Unchecked()...)
 }
