@@ -5,35 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-)
-
-// Defaults of the command line that node.Config does not own.
-const (
-	DefaultHTTPListen = "127.0.0.1:7420"
-	// OperatorTokenFile is the name of the generated operator token inside
-	// the data directory.
-	OperatorTokenFile = "operator.token"
-	// EnvOperatorToken is read by `crewlet mcp --node URL` when no
-	// --token-file is given.
-	EnvOperatorToken = "CREWLET_OPERATOR_TOKEN"
-	// EnvStreamToken is read by `crewlet mcp --join` when no --token-file
-	// is given: the brokers' stream.client.token.
-	EnvStreamToken = "CREWLET_STREAM_TOKEN"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/token"
 )
 
 // Config is the YAML file of Tier A fields, nested as the seeds name them
-// (`stream: {sync: always}` is stream.sync). Zero values mean "unset": the
-// node's defaults apply.
+// (`stream: {sync: always}` is stream.sync). It only maps the file: zero
+// values mean "unset", and the rules and defaults of each block are the
+// package's that uses it (NodeConfig, HTTPConfig, operator.token).
 type Config struct {
 	Node     NodeSection     `yaml:"node"`
 	Stream   StreamSection   `yaml:"stream"`
@@ -122,7 +110,7 @@ type OperatorSection struct {
 
 // HTTPSection is http.*.
 type HTTPSection struct {
-	// Listen is http.listen (default 127.0.0.1:7420).
+	// Listen is http.listen (default httpedge.DefaultListen).
 	Listen string `yaml:"listen"`
 	// AllowedHosts is http.allowed_hosts: the Host (and Origin) names
 	// the node is reached by besides its listen address and loopback,
@@ -136,19 +124,10 @@ type HTTPSection struct {
 	MaxConnections int `yaml:"max_connections"`
 }
 
-// ConfigError is a field of the file (or a flag) that cannot be used.
-type ConfigError struct {
-	Field  string // the Tier A name, e.g. stream.sync
-	Value  string // the value given, as written
-	Reason string // what is wrong and what would be accepted
-}
-
-func (e *ConfigError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("config: %s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("config: %s: %q %s", e.Field, e.Value, e.Reason)
-}
+// ConfigError is a field of the file (or a flag) that cannot be used: the
+// loader's own (an unknown key, a value of the wrong type) and every
+// package's rules answer the same type.
+type ConfigError = engine.ConfigError
 
 // ByteSize is a byte count written either as an integer or with a binary
 // or decimal unit: 1073741824, 1GiB, 512MiB, 2GB.
@@ -201,7 +180,9 @@ func (b *ByteSize) UnmarshalYAML(v *yaml.Node) error {
 	return nil
 }
 
-// LoadConfig reads the YAML file at path. Unknown keys are refused.
+// LoadConfig reads the YAML file at path and validates it on its own, so
+// a command refuses exactly the files `crewlet validate` refuses, whatever
+// its flags override. Unknown keys are refused.
 func LoadConfig(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -211,9 +192,10 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(f)
 }
 
-// ParseConfig decodes one YAML document of Tier A fields and validates it.
-// A key the file does not know is refused with an error naming it in full
-// (stream.sink, not sink).
+// ParseConfig maps one YAML document of Tier A fields onto Config and
+// validates it. A key the file does not know is refused with an error
+// naming it in full (stream.sink, not sink), and so is a value of the
+// wrong type.
 func ParseConfig(r io.Reader) (Config, error) {
 	var c Config
 	raw, err := io.ReadAll(r)
@@ -302,111 +284,17 @@ func leafReason(err error, t reflect.Type) string {
 	return err.Error()
 }
 
-// Validate checks every field it can check without a broker or a disk.
+// Validate checks every value of the file and the flags, each block by
+// the package whose rules they are: node.*, stream.* and store.* by the
+// node, operator.token by its keeper, http.* by the HTTP edge.
 func (c *Config) Validate() error {
-	switch c.Node.Mode {
-	case "", node.ModeNormal, node.ModeMaintenance, node.ModeSeal:
-	default:
-		return &ConfigError{Field: "node.mode", Value: c.Node.Mode, Reason: "is not one of normal, maintenance, seal"}
-	}
-	if strings.ContainsAny(c.Node.Name, " \t\r\n.*>/\\") {
-		return &ConfigError{Field: "node.name", Value: c.Node.Name, Reason: "must not contain whitespace, '.', '*', '>', '/' or '\\' (it names the node's durable consumers)"}
-	}
-	switch c.Stream.Type {
-	case "", "embedded", "nats":
-	default:
-		return &ConfigError{Field: "stream.type", Value: c.Stream.Type, Reason: "is not one of embedded, nats"}
-	}
-	if c.Stream.Sync != "" {
-		if len(c.Stream.Leaf.URLs) > 0 {
-			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
-				Reason: "is refused on a leaf (stream.leaf.urls): a leaf's broker runs no JetStream and has no file store; the members it joins decide what an acknowledged write has reached, in their own stream.sync"}
-		}
-		if c.Stream.Type == "nats" {
-			return &ConfigError{Field: "stream.sync", Value: c.Stream.Sync,
-				Reason: "is refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead"}
-		}
-		if err := validateSync(c.Stream.Sync); err != nil {
-			return err
-		}
-	}
-	if err := c.validateFleet(); err != nil {
+	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
 	}
-	if c.Store.BusyTimeoutSeconds < 0 {
-		return &ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
+	if err := token.Check(c.Operator.Token); err != nil {
+		return err
 	}
-	if c.Operator.Token != "" {
-		if strings.ContainsAny(c.Operator.Token, " \t\r\n") {
-			return &ConfigError{Field: "operator.token", Reason: "must not contain whitespace"}
-		}
-		if len(c.Operator.Token) < 16 {
-			return &ConfigError{Field: "operator.token", Reason: "is shorter than 16 characters; leave it unset to have one generated"}
-		}
-	}
-	if c.HTTP.Listen != "" {
-		if err := validateListen("http.listen", c.HTTP.Listen); err != nil {
-			return err
-		}
-	}
-	for _, h := range c.HTTP.AllowedHosts {
-		if err := validateAllowedHost(h); err != nil {
-			return err
-		}
-	}
-	if c.HTTP.MaxConnections < 0 {
-		return &ConfigError{Field: "http.max_connections", Value: strconv.Itoa(c.HTTP.MaxConnections), Reason: "must be a positive number of connections (unset: 1024)"}
-	}
-	return nil
-}
-
-// validateAllowedHost accepts a host name or address, with or without a
-// port, as a Host header carries it: no scheme, path or wildcard, since
-// the guard compares names exactly.
-func validateAllowedHost(h string) error {
-	const field = "http.allowed_hosts"
-	if strings.TrimSpace(h) == "" {
-		return &ConfigError{Field: field, Value: h, Reason: "has an empty entry; list host names such as crewlet.example.com or crewlet.example.com:443"}
-	}
-	if strings.Contains(h, "://") || strings.ContainsAny(h, "/ \t*?#@") {
-		return &ConfigError{Field: field, Value: h, Reason: "is not a host or host:port as a Host header carries it (no scheme, path, space or wildcard); for https://crewlet.example.com/ write crewlet.example.com"}
-	}
-	host := h
-	if hp, port, err := net.SplitHostPort(h); err == nil {
-		if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-			return &ConfigError{Field: field, Value: h, Reason: "has no valid port"}
-		}
-		host = hp
-	} else if strings.Count(h, ":") == 1 {
-		return &ConfigError{Field: field, Value: h, Reason: "is not host or host:port"}
-	}
-	if strings.Trim(host, "[]") == "" {
-		return &ConfigError{Field: field, Value: h, Reason: "names no host"}
-	}
-	return nil
-}
-
-func validateSync(s string) error {
-	if s == "always" {
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return &ConfigError{Field: "stream.sync", Value: s, Reason: "is neither always nor a positive Go duration such as 30s"}
-	}
-	return nil
-}
-
-func validateListen(field, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return &ConfigError{Field: field, Value: addr, Reason: "is not host:port (for example 127.0.0.1:7420)"}
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return &ConfigError{Field: field, Value: addr, Reason: "has no valid port"}
-	}
-	_ = host
-	return nil
+	return c.HTTPConfig().Validate()
 }
 
 // logCeilings are the log ceilings the file sets, by their Tier A field;
@@ -445,7 +333,19 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 				Routes: c.Stream.Cluster.Routes, Advertise: c.Stream.Cluster.Advertise},
 			URLs:   c.Stream.URLs,
 			Client: node.ClientConfig{Listen: c.Stream.Client.Listen, Token: c.Stream.Client.Token},
+			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
 		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+	}
+}
+
+// HTTPConfig maps the file's http.* block onto httpedge.Config. Unset
+// fields stay zero.
+func (c *Config) HTTPConfig() httpedge.Config {
+	return httpedge.Config{
+		Listen:         c.HTTP.Listen,
+		AllowedHosts:   c.HTTP.AllowedHosts,
+		MaxBodyBytes:   int64(c.HTTP.MaxBodyBytes),
+		MaxConnections: c.HTTP.MaxConnections,
 	}
 }

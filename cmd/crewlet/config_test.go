@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/token"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -204,7 +205,7 @@ func TestServeFlagsOverrideFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Listen != DefaultHTTPListen {
+	if o.Listen != httpedge.DefaultListen {
 		t.Fatalf("default listen = %q", o.Listen)
 	}
 	if _, err := c.parse([]string{"--mode", "paused"}); err == nil {
@@ -226,7 +227,7 @@ func TestMCPFlags(t *testing.T) {
 	if o.NodeURL != "http://127.0.0.1:7420/operator/mcp" || o.Token != "secret-token" {
 		t.Fatalf("got %+v", o)
 	}
-	t.Setenv(EnvOperatorToken, "from-env")
+	t.Setenv(token.EnvOperator, "from-env")
 	o, err = c.parse([]string{"--node", "http://127.0.0.1:7420/operator/mcp"})
 	if err != nil || o.Token != "from-env" {
 		t.Fatalf("env token: %+v, %v", o, err)
@@ -242,70 +243,10 @@ func TestMCPFlags(t *testing.T) {
 			t.Errorf("parse(%q) = %v, want a usage error", args, err)
 		}
 	}
-	t.Setenv(EnvOperatorToken, "")
+	t.Setenv(token.EnvOperator, "")
 	if _, err := c.parse([]string{"--node", "http://x"}); err == nil {
 		t.Error("--node without a token accepted")
 	}
-}
-
-func TestOperatorToken(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	tok, src, err := OperatorToken("", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tok) != 64 || strings.Trim(tok, "0123456789abcdef") != "" {
-		t.Fatalf("token %q is not 32 bytes of hex", tok)
-	}
-	if src != filepath.Join(dir, OperatorTokenFile) {
-		t.Fatalf("source = %q", src)
-	}
-	fi, err := os.Stat(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Fatalf("token file mode %v, want 0600", fi.Mode().Perm())
-	}
-	again, _, err := OperatorToken("", dir)
-	if err != nil || again != tok {
-		t.Fatalf("second boot token %q, %v; want the first %q", again, err, tok)
-	}
-	cfg, src, err := OperatorToken("configured-token-123", dir)
-	if err != nil || cfg != "configured-token-123" || !strings.Contains(src, "operator.token") {
-		t.Fatalf("configured: %q %q %v", cfg, src, err)
-	}
-}
-
-func TestAllowedHosts(t *testing.T) {
-	tests := []struct {
-		addr net.Addr
-		want []string
-	}{
-		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7420}, []string{"127.0.0.1:7420"}},
-		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 80}, []string{"10.1.2.3:80", "10.1.2.3"}},
-		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 443}, []string{"[::1]:443", "[::1]"}},
-	}
-	for _, tt := range tests {
-		if got := AllowedHosts(tt.addr); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("AllowedHosts(%v) = %q, want %q", tt.addr, got, tt.want)
-		}
-	}
-	if h, err := os.Hostname(); err == nil {
-		got := AllowedHosts(&net.TCPAddr{IP: net.IPv4zero, Port: 7420})
-		if !contains(got, net.JoinHostPort(h, "7420")) {
-			t.Errorf("wildcard bind: AllowedHosts = %q, want the host name", got)
-		}
-	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestLoggerComponent(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/token"
 )
 
 // atOnce is how long an answer that must not wait for its request's body
@@ -304,7 +305,7 @@ func TestServeFilesOwnerOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{".", "crewlet-replicated.db", "crewlet-replicated.db-wal", "crewlet-replicated.db-shm", OperatorTokenFile, "stream", filepath.Join("stream", "jetstream")} {
+	for _, want := range []string{".", "crewlet-replicated.db", "crewlet-replicated.db-wal", "crewlet-replicated.db-shm", token.FileName, "stream", filepath.Join("stream", "jetstream")} {
 		if !seen[want] {
 			t.Errorf("no %s in the data directory (saw %d entries)", want, len(seen))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -75,7 +76,7 @@ func TestJoinedAssistant(t *testing.T) {
 
 	// A wrong token: the join is refused, naming the token.
 	cmd := exec.Command(f.bin, "mcp", "--join", f.clientURLs[0])
-	cmd.Env = append(cmd.Environ(), EnvStreamToken+"=not-the-fleet-token")
+	cmd.Env = append(cmd.Environ(), token.EnvStream+"=not-the-fleet-token")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "stream.client.token") {
 		t.Fatalf("a wrong token joined: %v\n%s", err, out)

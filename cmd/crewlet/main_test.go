@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/tools"
 )
 
@@ -421,8 +422,8 @@ func TestServeHTTP(t *testing.T) {
 		t.Fatalf("/healthz = %d %q", resp.StatusCode, body)
 	}
 
-	if s.TokenFile != filepath.Join(dir, OperatorTokenFile) {
-		t.Errorf("token file = %q, want %q", s.TokenFile, filepath.Join(dir, OperatorTokenFile))
+	if s.TokenFile != filepath.Join(dir, token.FileName) {
+		t.Errorf("token file = %q, want %q", s.TokenFile, filepath.Join(dir, token.FileName))
 	}
 	fi, err := os.Stat(s.TokenFile)
 	if err != nil {
@@ -580,7 +581,7 @@ func TestUsageErrors(t *testing.T) {
 		{"mcp", "--join", "nats://127.0.0.1:1"},                // nobody listens
 	} {
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), EnvOperatorToken+"=")
+		cmd.Env = append(os.Environ(), token.EnvOperator+"=")
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() == 0 {

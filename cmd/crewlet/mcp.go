@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -38,7 +40,7 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory of the embedded node")
 	nodeURL := fs.String("node", "", "use the running node at `URL` (its operator MCP, e.g. http://127.0.0.1:7420/operator/mcp) instead of an embedded one")
 	join := fs.String("join", "", "join the fleet as a node without data: the brokers' client `URL`s (nats://host:4222, comma-separated); calls go to a sound data node")
-	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+EnvOperatorToken+"), or stream.client.token for --join (default: $"+EnvStreamToken+")")
+	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+token.EnvOperator+"), or stream.client.token for --join (default: $"+token.EnvStream+")")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, against a running node with --node URL, or as a node without data with --join URL.\n\nFlags:\n")
@@ -75,21 +77,14 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 		return o, err
 	}
 	o.NodeURL = u
-	switch {
-	case *tokenFile != "":
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return o, fmt.Errorf("--token-file: %w", err)
-		}
-		o.Token = strings.TrimSpace(string(b))
-		if o.Token == "" {
-			return o, fmt.Errorf("--token-file %s is empty", *tokenFile)
-		}
-	case os.Getenv(EnvOperatorToken) != "":
-		o.Token = strings.TrimSpace(os.Getenv(EnvOperatorToken))
-	default:
-		return o, usageErrorf("--node needs the operator token: --token-file FILE (the node's <data dir>/%s) or $%s", OperatorTokenFile, EnvOperatorToken)
+	tok, found, err := token.Find(*tokenFile, token.EnvOperator, "")
+	if err != nil {
+		return o, tokenFileError(err)
 	}
+	if !found {
+		return o, usageErrorf("--node needs the operator token: --token-file FILE (the node's <data dir>/%s) or $%s", token.FileName, token.EnvOperator)
+	}
+	o.Token = tok
 	return o, nil
 }
 
@@ -100,26 +95,32 @@ func (c *MCPCommand) parseJoin(fs *flag.FlagSet, o mcpOptions, join, nodeURL, co
 	}
 	for _, u := range strings.Split(join, ",") {
 		u = strings.TrimSpace(u)
-		if err := validateNATSURL("--join", u); err != nil {
+		if err := node.CheckNATSURL("--join", u); err != nil {
 			return o, usageErrorf("--join %q is not nats://host:port (the brokers' client port, stream.client.listen)", u)
 		}
 		o.Join = append(o.Join, u)
 	}
-	switch {
-	case tokenFile != "":
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return o, fmt.Errorf("--token-file: %w", err)
-		}
-		o.Token = strings.TrimSpace(string(b))
-		if o.Token == "" {
-			return o, fmt.Errorf("--token-file %s is empty", tokenFile)
-		}
-	default:
-		// An external NATS may want none, or take credentials in the URL.
-		o.Token = strings.TrimSpace(os.Getenv(EnvStreamToken))
+	// An external NATS may want no token, or take credentials in the URL:
+	// none found is no token.
+	tok, _, err := token.Find(tokenFile, token.EnvStream, "")
+	if err != nil {
+		return o, tokenFileError(err)
 	}
+	o.Token = tok
 	return o, nil
+}
+
+// tokenFileError words a token file that cannot be used after the flag
+// that named it.
+func tokenFileError(err error) error {
+	var fe *token.FileError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(fe.Err, token.ErrEmpty) {
+		return fmt.Errorf("--token-file %s is empty", fe.Path)
+	}
+	return fmt.Errorf("--token-file: %w", fe.Err)
 }
 
 // OperatorMCPURL accepts a node's base URL or its operator MCP URL and

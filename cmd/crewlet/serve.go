@@ -2,24 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -30,9 +25,10 @@ type ServeCommand struct {
 
 // serveOptions are the resolved flags and file of one `crewlet serve`.
 type serveOptions struct {
-	Config    Config
+	Config    Config          // the file with the flags applied, validated
+	HTTP      httpedge.Config // its http.* block, defaults applied
 	DataDir   string
-	Listen    string
+	Listen    string // HTTP.Listen
 	LogFormat string
 }
 
@@ -40,8 +36,8 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	fs := flag.NewFlagSet("crewlet serve", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
 	configPath := fs.String("config", "", "YAML `file` of Tier A fields (node.*, stream.*, store.*, operator.*, http.*)")
-	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, operator.token")
-	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+DefaultHTTPListen+")")
+	dataDir := fs.String("data", node.DefaultDataDir, "data `dir`ectory: crewlet-replicated.db, stream/, "+token.FileName)
+	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+httpedge.DefaultListen+")")
 	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
 	fs.Usage = func() {
@@ -66,9 +62,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	if *listen != "" {
 		o.Config.HTTP.Listen = *listen
 	}
-	if o.Config.HTTP.Listen == "" {
-		o.Config.HTTP.Listen = DefaultHTTPListen
-	}
+	// The file was checked on its own; this checks the flags' values in it.
 	if err := o.Config.Validate(); err != nil {
 		return o, err
 	}
@@ -76,7 +70,8 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 		return o, usageErrorf("--data must name a directory")
 	}
 	o.DataDir = *dataDir
-	o.Listen = o.Config.HTTP.Listen
+	o.HTTP = o.Config.HTTPConfig().WithDefaults()
+	o.Listen = o.HTTP.Listen
 	o.LogFormat = *logFormat
 	return o, nil
 }
@@ -92,7 +87,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.logsTo(logger, o.LogFormat)
-	maxConns, lowered, err := httpedge.FitConnections(o.Config.HTTP.MaxConnections)
+	maxConns, lowered, err := httpedge.FitConnections(o.HTTP.MaxConnections)
 	if err != nil {
 		return err
 	}
@@ -124,14 +119,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 	}()
 
-	token, tokenSource, err := OperatorToken(o.Config.Operator.Token, o.DataDir)
+	tok, tokenSource, err := token.Operator(o.Config.Operator.Token, o.DataDir)
 	if err != nil {
 		return err
 	}
 
 	opts := mcp.HTTPOptions{
-		Token:        token,
-		AllowedHosts: append(AllowedHosts(ln.Addr()), o.Config.HTTP.AllowedHosts...),
+		Token:        tok,
+		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
 	}
 	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
@@ -157,7 +152,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	root.Handle("/", mcp.Guard(opts, api))
 
 	// The edge comes before every route, the guard included.
-	limits := httpedge.Limits{MaxBodyBytes: int64(o.Config.HTTP.MaxBodyBytes), MaxConnections: maxConns}.WithDefaults()
+	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
 	hs := httpedge.Server(root, limits, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
@@ -192,82 +187,4 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		_ = hs.Close()
 	}
 	return nil
-}
-
-// OperatorToken returns the operator's bearer token and where it is kept:
-// configured (operator.token) wins; otherwise <dataDir>/operator.token,
-// generated on first boot (32 random bytes, hex, mode 0600) and reused.
-func OperatorToken(configured, dataDir string) (token, source string, err error) {
-	if configured != "" {
-		return configured, "config operator.token", nil
-	}
-	path := filepath.Join(dataDir, OperatorTokenFile)
-	if b, err := os.ReadFile(path); err == nil {
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return "", "", fmt.Errorf("operator token file %s is empty: delete it to have a new one generated", path)
-		}
-		return t, path, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	t := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process created it between our read and our create.
-		return OperatorToken("", dataDir)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if _, err := f.WriteString(t + "\n"); err != nil {
-		f.Close()
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", "", fmt.Errorf("operator token: %w", err)
-	}
-	return t, path, nil
-}
-
-// AllowedHosts are the Host header values the HTTP surfaces accept for a
-// server bound to addr, besides loopback names on the bound port (which
-// mcp.Guard always allows): the bound address itself and, on a wildcard
-// bind, this host's name. The bare host is added on port 80 or 443, where
-// clients leave the port out.
-func AllowedHosts(addr net.Addr) []string {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return []string{addr.String()}
-	}
-	var names []string
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if h, err := os.Hostname(); err == nil && h != "" {
-			names = append(names, h)
-		}
-	} else if host != "" {
-		names = append(names, host)
-	}
-	var out []string
-	for _, n := range names {
-		out = append(out, net.JoinHostPort(n, port))
-		if port == "80" || port == "443" {
-			if strings.Contains(n, ":") {
-				n = "[" + n + "]"
-			}
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -38,22 +38,8 @@ func (c *ValidateCommand) Run(_ context.Context, args []string) error {
 	return nil
 }
 
-// cannotCheck lists what a file alone cannot tell.
+// cannotCheck lists what a file alone cannot tell, each block's by the
+// package whose rules they are.
 func cannotCheck(cfg Config) []string {
-	var out []string
-	if cfg.Stream.Type == "nats" {
-		out = append(out,
-			"the external NATS servers' sync_interval (ask their operator for sync_interval: always)",
-			"the NATS account's JetStream limit, which the log ceilings are reserved against")
-	} else {
-		out = append(out, "whether the broker can reserve every log's ceiling: that is measured against stream.store_max_bytes or the free space on stream.store_dir when the node boots")
-	}
-	if cfg.Stream.Cluster.Listen != "" {
-		out = append(out, "that stream.cluster.routes reach the peers and that every peer uses the same stream.cluster.name")
-	}
-	out = append(out, "that node.name is unique in the fleet")
-	if cfg.HTTP.MaxConnections > 0 {
-		out = append(out, "that http.max_connections fits under the open-file limit of the process that serves it (crewlet serve checks it when it starts)")
-	}
-	return out
+	return append(cfg.NodeConfig("").Unchecked(), cfg.HTTPConfig().Unchecked()...)
 }

@@ -17,7 +17,8 @@ const (
 )
 
 // Config is everything one node is built from. cmd/crewlet maps the YAML
-// file and flags onto it; zero fields take the defaults below.
+// file and flags onto it; zero fields take the defaults below (withDefaults
+// sets them, in one place), and Validate holds every rule its values obey.
 type Config struct {
 	// Name is node.name: the durable consumers and the writer field of
 	// every record carry it. Default: the host name.
@@ -87,6 +88,10 @@ type StreamConfig struct {
 	// Client is stream.client.*: the embedded broker's client port, opened
 	// for nodes without the data role.
 	Client ClientConfig
+	// Leaf is stream.leaf.*: a satellite whose broker is a leaf node. Not
+	// built yet: Validate refuses it, so a node never runs as something it
+	// is not.
+	Leaf LeafConfig
 	// ClusterWait bounds how long a boot waits for the cluster to elect a
 	// JetStream meta leader and place the streams (default 2 min).
 	ClusterWait time.Duration
@@ -113,6 +118,12 @@ type ClientConfig struct {
 	// Token is stream.client.token: what every client presents, required
 	// with Listen.
 	Token string
+}
+
+// LeafConfig is stream.leaf.*.
+type LeafConfig struct {
+	// URLs is stream.leaf.urls: the cluster members a leaf broker joins.
+	URLs []string
 }
 
 // StoreConfig is the store.* block of Tier A.

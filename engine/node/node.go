@@ -47,10 +47,10 @@ type Node struct {
 // process holds, a broker syncing otherwise than stream.sync says and a
 // stream persisting asynchronously.
 func Open(ctx context.Context, cfg Config) (n *Node, err error) {
-	cfg, err = withDefaults(cfg)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = withDefaults(cfg)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -136,7 +136,9 @@ func openUnits(ctx context.Context, js jetstream.JetStream, cfg Config) (*turns.
 	}
 }
 
-func withDefaults(cfg Config) (Config, error) {
+// withDefaults sets every zero field of a validated config to its
+// default: the one place the node's defaults are applied.
+func withDefaults(cfg Config) Config {
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir
 	}
@@ -147,33 +149,11 @@ func withDefaults(cfg Config) (Config, error) {
 		}
 		cfg.Name = h
 	}
-	switch cfg.Mode {
-	case "":
+	if cfg.Mode == "" {
 		cfg.Mode = ModeNormal
-	case ModeNormal, ModeMaintenance, ModeSeal:
-	default:
-		return cfg, fmt.Errorf("mode %q is not one of normal, maintenance, seal", cfg.Mode)
 	}
-	switch cfg.Stream.Type {
-	case "", "embedded":
-		if cfg.Stream.Replicas == 0 && cfg.Stream.Cluster.Listen != "" {
-			cfg.Stream.Replicas = 3
-		}
-	case "nats":
-		if len(cfg.Stream.URLs) == 0 {
-			return cfg, errors.New("stream.urls: stream.type nats needs the external NATS servers' URLs (nats://host:4222)")
-		}
-		if cfg.Stream.Sync != "" {
-			return cfg, errors.New("stream.sync: refused on stream.type: nats: it is a server option of a server this node does not run; ask the NATS operator for sync_interval: always instead")
-		}
-		if cfg.Stream.Cluster.Listen != "" {
-			return cfg, errors.New("stream.cluster: refused on stream.type: nats: this node runs no broker to cluster")
-		}
-		if cfg.Stream.Client.Listen != "" {
-			return cfg, errors.New("stream.client: refused on stream.type: nats: this node runs no broker to open; nodes without data join the external servers")
-		}
-	default:
-		return cfg, fmt.Errorf("stream.type %q is not one of embedded, nats", cfg.Stream.Type)
+	if cfg.Stream.Type != "nats" && cfg.Stream.Replicas == 0 && cfg.Stream.Cluster.Listen != "" {
+		cfg.Stream.Replicas = 3
 	}
 	if cfg.Stream.StoreDir == "" {
 		cfg.Stream.StoreDir = filepath.Join(cfg.DataDir, "stream")
@@ -202,7 +182,7 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return cfg, nil
+	return cfg
 }
 
 // SweepInterval is how often the ledger's 30-day sweep runs.

@@ -1,7 +1,9 @@
 // Package httpedge is what every HTTP route of a node shares before any
 // route sees a request: the server's timeouts, a cap on open connections,
 // a cap on request bodies, write deadlines that move with a stream's
-// progress, and the readiness answer (/readyz).
+// progress, and the readiness answer (/readyz). It owns the http.* block
+// of the config (Config): its rules, its defaults, and the Host names the
+// node is reached by, which the guard (mcp.Guard) admits.
 //
 // The edge answers before the routes, and before the operator guard: a
 // body larger than the cap is refused whatever the caller's token, and
