@@ -48,10 +48,11 @@ type StreamSection struct {
 	StoreDir string `yaml:"store_dir"`
 	// StoreMaxBytes is stream.store_max_bytes.
 	StoreMaxBytes ByteSize `yaml:"store_max_bytes"`
-	// TrackerLogMaxBytes is stream.tracker_log_max_bytes.
-	TrackerLogMaxBytes ByteSize `yaml:"tracker_log_max_bytes"`
-	// PagesLogMaxBytes is stream.pages_log_max_bytes.
-	PagesLogMaxBytes ByteSize `yaml:"pages_log_max_bytes"`
+	// LogMaxBytes are the logs' byte ceilings, by field: each domain names
+	// its own (stream.tracker_log_max_bytes, stream.pages_log_max_bytes,
+	// ...: statelog.Spec.CeilingKey), so a domain adds its key here
+	// without a field of its own.
+	LogMaxBytes map[string]ByteSize `yaml:",inline"`
 	// Replicas is stream.replicas: replicas of a stream this node creates
 	// (default 1 alone, 3 clustered); an existing stream keeps its own.
 	Replicas int `yaml:"replicas"`
@@ -242,7 +243,16 @@ func checkKeys(n *yaml.Node, t reflect.Type, prefix string) error {
 	var names []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" && f.Type.Kind() == reflect.Map {
+			// An inline map takes the keys the domains name under this
+			// section (their log ceilings).
+			for _, key := range domainKeys(prefix) {
+				fields[key] = f.Type.Elem()
+				names = append(names, prefix+key)
+			}
+			continue
+		}
 		if name == "" || name == "-" {
 			continue
 		}
@@ -297,19 +307,28 @@ func (c *Config) Validate() error {
 	return c.HTTPConfig().Validate()
 }
 
+// domainKeys are the Tier A fields the built-in domains name under
+// section prefix (stream.: each log's ceiling), without the prefix.
+func domainKeys(prefix string) []string {
+	var out []string
+	for _, sp := range node.Builtin() {
+		if key, ok := strings.CutPrefix(sp.CeilingKey, prefix); ok && sp.CeilingKey != "" {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 // logCeilings are the log ceilings the file sets, by their Tier A field;
 // nil when it sets none.
 func (s StreamSection) logCeilings() map[string]int64 {
 	var out map[string]int64
-	for key, v := range map[string]ByteSize{
-		"stream.tracker_log_max_bytes": s.TrackerLogMaxBytes,
-		"stream.pages_log_max_bytes":   s.PagesLogMaxBytes,
-	} {
+	for key, v := range s.LogMaxBytes {
 		if v != 0 {
 			if out == nil {
 				out = map[string]int64{}
 			}
-			out[key] = int64(v)
+			out["stream."+key] = int64(v)
 		}
 	}
 	return out

@@ -54,7 +54,7 @@ http:
 			want: Config{
 				Node: NodeSection{Name: "node-1", Mode: "maintenance"},
 				Stream: StreamSection{Type: "embedded", Sync: "always", StoreDir: "/var/lib/crewlet/stream",
-					StoreMaxBytes: 8 << 30, TrackerLogMaxBytes: 4 << 30, PagesLogMaxBytes: 1 << 30},
+					StoreMaxBytes: 8 << 30, LogMaxBytes: map[string]ByteSize{"tracker_log_max_bytes": 4 << 30, "pages_log_max_bytes": 1 << 30}},
 				Store:    StoreSection{BusyTimeoutSeconds: 9},
 				Operator: OperatorSection{Token: "0123456789abcdef0123"},
 				HTTP: HTTPSection{Listen: "0.0.0.0:7420", AllowedHosts: []string{"crewlet.example.com", "proxy.example.net:8443", "[::1]:9000"},
@@ -161,7 +161,7 @@ func TestParseByteSize(t *testing.T) {
 func TestNodeConfig(t *testing.T) {
 	c := Config{
 		Node:   NodeSection{Name: "n1", Mode: "seal"},
-		Stream: StreamSection{Type: "embedded", Sync: "30s", StoreDir: "s", StoreMaxBytes: 1, TrackerLogMaxBytes: 2, PagesLogMaxBytes: 3},
+		Stream: StreamSection{Type: "embedded", Sync: "30s", StoreDir: "s", StoreMaxBytes: 1, LogMaxBytes: map[string]ByteSize{"tracker_log_max_bytes": 2, "pages_log_max_bytes": 3}},
 		Store:  StoreSection{BusyTimeoutSeconds: 7},
 	}
 	got := c.NodeConfig("d")

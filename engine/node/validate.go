@@ -31,8 +31,31 @@ func (c Config) Validate() error {
 	if err := c.Stream.validate(); err != nil {
 		return err
 	}
+	if err := c.validateCeilings(); err != nil {
+		return err
+	}
 	if c.Store.BusyTimeoutSeconds < 0 {
 		return &engine.ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
+	}
+	return nil
+}
+
+// validateCeilings refuses a log ceiling no domain of this node names.
+func (c Config) validateCeilings() error {
+	domains := c.Domains
+	if domains == nil {
+		domains = Builtin()
+	}
+	for field := range c.Stream.LogMaxBytes {
+		known := false
+		var keys []string
+		for _, sp := range domains {
+			known = known || sp.CeilingKey == field
+			keys = append(keys, sp.CeilingKey)
+		}
+		if !known {
+			return &engine.ConfigError{Field: field, Reason: "names no log of this node's domains; the log ceilings are " + strings.Join(keys, ", ")}
+		}
 	}
 	return nil
 }
@@ -61,16 +84,13 @@ func (s StreamConfig) validate() error {
 			return err
 		}
 	}
-	for _, b := range []struct {
-		field string
-		n     int64
-	}{
-		{"stream.store_max_bytes", s.StoreMaxBytes},
-		{"stream.tracker_log_max_bytes", s.TrackerLogMaxBytes},
-		{"stream.pages_log_max_bytes", s.PagesLogMaxBytes},
-	} {
-		if b.n < 0 {
-			return &engine.ConfigError{Field: b.field, Value: strconv.FormatInt(b.n, 10), Reason: "must not be negative (0 or unset: the default)"}
+	sizes := map[string]int64{"stream.store_max_bytes": s.StoreMaxBytes}
+	for field, n := range s.LogMaxBytes {
+		sizes[field] = n
+	}
+	for field, n := range sizes {
+		if n < 0 {
+			return &engine.ConfigError{Field: field, Value: strconv.FormatInt(n, 10), Reason: "must not be negative (0 or unset: the default)"}
 		}
 	}
 	return s.validateFleet()
