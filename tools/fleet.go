@@ -59,19 +59,15 @@ func RetentionStatus(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameRetentionStatus,
 		"How far each data node has applied each log (operator only): seq and applied_through per node and domain beside GEN and lag, each log's range, and the instants (stream_created_at, checkpoint_stored_at). A replication answer, so its level is not yours to choose: stale, or consistent_prefix with a note when this node cannot measure its lag.",
 		params, readAnnotations("Retention status"), outputSchema[fleet.Answer]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if _, r := parseArgs(req, params); r != nil {
-			return Refused(r), nil
-		}
+	check := func(args) *engine.Refusal {
 		if !needs[Retention](d) {
-			return Refused(engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", NameRetentionStatus)), nil
+			return engine.Refuse(engine.CodeInvalidArgument, "%s is for operators only, on a data node.", NameRetentionStatus)
 		}
-		a, err := d.retention().Answer(ctx)
-		if err != nil {
-			return Failed(ctx, d.logger(), NameRetentionStatus, "", err), nil
-		}
-		return Answer(a), nil
+		return nil
 	}
+	return tool, d.readHandler(NameRetentionStatus, params, check, func(ctx context.Context, _ args) (any, error) {
+		return d.retention().Answer(ctx)
+	})
 }
 
 var nodeParam = param{name: "node", kind: kindString, required: true, nonEmpty: true, maxBytes: 63,

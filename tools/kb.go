@@ -72,19 +72,13 @@ func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameListSpaces,
 		"List every knowledge-base space: key, name, settings, page count and version.",
 		params, readAnnotations("List spaces"), outputSchema[kb.SpaceList]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if _, r := parseArgs(req, params); r != nil {
-			return Refused(r), nil
-		}
+	return tool, d.readHandler(NameListSpaces, params, nil, func(ctx context.Context, _ args) (any, error) {
 		res, err := d.kb().ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameListSpaces, "", err), nil
-		}
 		if res.Spaces == nil {
 			res.Spaces = []kb.Space{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
 
 // CreateSpace is create_space {key, name}.
@@ -169,17 +163,9 @@ func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameGetPage,
 		"Get one page by id: title, Markdown body, space, parent and version (update_page takes it as if_match).",
 		params, readAnnotations("Get page"), outputSchema[kb.PageRead]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r != nil {
-			return Refused(r), nil
-		}
-		res, err := d.kb().GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameGetPage, "", err), nil
-		}
-		return Answer(res), nil
-	}
+	return tool, d.readHandler(NameGetPage, params, nil, func(ctx context.Context, a args) (any, error) {
+		return d.kb().GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
+	})
 }
 
 // ListPages is list_pages {space, parent, limit, cursor}.
@@ -193,27 +179,17 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameListPages,
 		"List a space's pages in creation order, without bodies, with parent and child count; pass next_cursor as cursor for more.",
 		params, readAnnotations("List pages"), outputSchema[kb.PageList]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkSpaceKey("space", a.str("space"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
+	return tool, d.readHandler(NameListPages, params, func(a args) *engine.Refusal { return checkSpaceKey("space", a.str("space")) }, func(ctx context.Context, a args) (any, error) {
 		f := kb.PageFilter{Space: a.str("space"), Parent: a.strPtr("parent"), Limit: kb.DefaultListLimit, Cursor: a.str("cursor")}
 		if a.has("limit") {
 			f.Limit = int(a.uint("limit"))
 		}
 		res, err := d.kb().ListPages(ctx, d.readOptions(ctx, engine.StreamPages), f)
-		if err != nil {
-			return Failed(ctx, d.logger(), NameListPages, "", err), nil
-		}
 		if res.Pages == nil {
 			res.Pages = []kb.PageSummary{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
 
 // UpdatePage is update_page {id, if_match, title, body, parent}.
@@ -260,27 +236,23 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameSearchKnowledge,
 		"Search pages, best first (title before body); each hit has id, title and a snippet. No read-your-writes floor: a page just written may not show yet; get_page finds it.",
 		params, readAnnotations("Search knowledge"), outputSchema[kb.SearchResult]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil && a.has("space") {
-			r = checkSpaceKey("space", a.str("space"))
+	check := func(a args) *engine.Refusal {
+		if a.has("space") {
+			return checkSpaceKey("space", a.str("space"))
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
+		return nil
+	}
+	return tool, d.readHandler(NameSearchKnowledge, params, check, func(ctx context.Context, a args) (any, error) {
 		q := kb.SearchQuery{Query: a.str("query"), Space: a.str("space"), Limit: kb.DefaultSearchLimit}
 		if a.has("limit") {
 			q.Limit = int(a.uint("limit"))
 		}
 		res, err := d.kb().SearchKnowledge(ctx, d.readOptions(ctx, engine.StreamPages), q)
-		if err != nil {
-			return Failed(ctx, d.logger(), NameSearchKnowledge, "", err), nil
-		}
 		if res.Hits == nil {
 			res.Hits = []kb.Hit{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
 
 // PurgePage is purge_page {id}: operator only, destructive.
@@ -299,22 +271,11 @@ func PurgePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			mcp.WithOpenWorldHintAnnotation(false),
 		},
 		outputSchema[kb.PurgeWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NamePurgePage, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NamePurgePage, "", werr), nil
-		}
+	return tool, d.writeHandler(NamePurgePage, params, nil, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.kb().PurgePage(ctx, w, a.str("id"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NamePurgePage, opOf(res.WriteResult, w), err), nil
-		}
 		d.explain(&res.WriteResult)
-		return Answer(res), nil
-	}
+		return res.WriteResult, res, err
+	})
 }
 
 // checkSpaceKey refuses a space key that is not 2 to 10 upper-case letters

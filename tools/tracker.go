@@ -153,25 +153,12 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// is refused already_exists), with or without op_id.
 		writeAnnotations("Create project", true),
 		outputSchema[tracker.ProjectWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkProjectKey("key", a.str("key"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameCreateProject, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameCreateProject, "", werr), nil
-		}
-		res, err := d.tracker().CreateProject(ctx, w, a.str("key"), a.str("name"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameCreateProject, opOf(res.WriteResult, w), err), nil
-		}
-		d.explain(&res.WriteResult)
-		return Answer(res), nil
-	}
+	return tool, d.writeHandler(NameCreateProject, params, func(a args) *engine.Refusal { return checkProjectKey("key", a.str("key")) },
+		func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
+			res, err := d.tracker().CreateProject(ctx, w, a.str("key"), a.str("name"))
+			d.explain(&res.WriteResult)
+			return res.WriteResult, res, err
+		})
 }
 
 // ListProjects is list_projects {}.
@@ -180,19 +167,13 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameListProjects,
 		"List every project: key, name and the last item number given out, with the read level and position.",
 		params, readAnnotations("List projects"), outputSchema[tracker.ProjectList]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if _, r := parseArgs(req, params); r != nil {
-			return Refused(r), nil
-		}
+	return tool, d.readHandler(NameListProjects, params, nil, func(ctx context.Context, _ args) (any, error) {
 		res, err := d.tracker().ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameListProjects, "", err), nil
-		}
 		if res.Projects == nil {
 			res.Projects = []tracker.Project{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
 
 // CreateWorkItem is create_work_item {project, title, description, status,
@@ -214,21 +195,16 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// Not idempotent: each call without op_id creates another item.
 		writeAnnotations("Create work item", false),
 		outputSchema[tracker.ItemWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkProjectKey("project", a.str("project"))
+	check := func(a args) *engine.Refusal {
+		if r := checkProjectKey("project", a.str("project")); r != nil {
+			return r
 		}
-		if r == nil && a.str("parent") != "" {
-			r = checkItemKey("parent", a.str("parent"))
+		if a.str("parent") != "" {
+			return checkItemKey("parent", a.str("parent"))
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameCreateWorkItem, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameCreateWorkItem, "", werr), nil
-		}
+		return nil
+	}
+	return tool, d.writeHandler(NameCreateWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.tracker().CreateWorkItem(ctx, w, tracker.NewWorkItem{
 			Project:     a.str("project"),
 			Title:       a.str("title"),
@@ -239,11 +215,8 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Parent:      a.str("parent"),
 			DependsOn:   a.strs("depends_on"),
 		})
-		if err != nil {
-			return d.gestureFailed(ctx, NameCreateWorkItem, res, w, err), nil
-		}
-		return d.gestureAnswer(res), nil
-	}
+		return res.WriteResult, res, err
+	})
 }
 
 // GetWorkItem is get_work_item {key}.
@@ -252,23 +225,14 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameGetWorkItem,
 		"Get a work item by key: fields, tags, watchers, edges, parent, version (update_work_item's if_match) and latest comments.",
 		params, readAnnotations("Get work item"), outputSchema[tracker.ItemRead]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkItemKey("key", a.str("key"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		res, err := d.tracker().GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NameGetWorkItem, "", err), nil
-		}
-		if res.Comments == nil {
-			res.Comments = []tracker.Comment{}
-		}
-		return Answer(res), nil
-	}
+	return tool, d.readHandler(NameGetWorkItem, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
+		func(ctx context.Context, a args) (any, error) {
+			res, err := d.tracker().GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"))
+			if res.Comments == nil {
+				res.Comments = []tracker.Comment{}
+			}
+			return res, err
+		})
 }
 
 // ListWorkItems is list_work_items {project, status, assignee, tag,
@@ -286,17 +250,18 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameListWorkItems,
 		"List work items (trash left out), a page at a time: pass next_cursor back as cursor. Says the read level, position and whether complete.",
 		params, readAnnotations("List work items"), outputSchema[tracker.ItemList]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil && a.has("project") {
-			r = checkProjectKey("project", a.str("project"))
+	check := func(a args) *engine.Refusal {
+		if a.has("project") {
+			if r := checkProjectKey("project", a.str("project")); r != nil {
+				return r
+			}
 		}
-		if r == nil && a.has("parent") {
-			r = checkItemKey("parent", a.str("parent"))
+		if a.has("parent") {
+			return checkItemKey("parent", a.str("parent"))
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
+		return nil
+	}
+	return tool, d.readHandler(NameListWorkItems, params, check, func(ctx context.Context, a args) (any, error) {
 		limit := tracker.DefaultListLimit
 		if a.has("limit") {
 			limit = int(a.uint("limit"))
@@ -310,14 +275,11 @@ func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Limit:    limit,
 			Cursor:   a.str("cursor"),
 		})
-		if err != nil {
-			return Failed(ctx, d.logger(), NameListWorkItems, "", err), nil
-		}
 		if res.Items == nil {
 			res.Items = []tracker.WorkItem{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
 
 // updateFields are update_work_item's arguments that change something.
@@ -359,24 +321,21 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// current and is refused stale, so it has no further effect.
 		writeAnnotations("Update work item", true),
 		outputSchema[tracker.ItemWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkItemKey("key", a.str("key"))
+	check := func(a args) *engine.Refusal {
+		if r := checkItemKey("key", a.str("key")); r != nil {
+			return r
 		}
-		if r == nil && a.str("parent") != "" {
-			r = checkItemKey("parent", a.str("parent"))
+		if a.str("parent") != "" {
+			if r := checkItemKey("parent", a.str("parent")); r != nil {
+				return r
+			}
 		}
-		if r == nil && !slices.ContainsFunc(updateFields, a.has) {
-			r = engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of %s.", strings.Join(updateFields, ", "))
+		if !slices.ContainsFunc(updateFields, a.has) {
+			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of %s.", strings.Join(updateFields, ", "))
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NameUpdateWorkItem, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NameUpdateWorkItem, "", werr), nil
-		}
+		return nil
+	}
+	return tool, d.writeHandler(NameUpdateWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.tracker().UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
 			Title:          a.strPtr("title"),
 			Description:    a.strPtr("description"),
@@ -390,11 +349,8 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			AddEdges:       append(a.edges("add_relations"), dependencies(a.strs("add_dependencies"))...),
 			RemoveEdges:    append(a.edges("remove_relations"), dependencies(a.strs("remove_dependencies"))...),
 		})
-		if err != nil {
-			return d.gestureFailed(ctx, NameUpdateWorkItem, res, w, err), nil
-		}
-		return d.gestureAnswer(res), nil
-	}
+		return res.WriteResult, res, err
+	})
 }
 
 // dependencies are depends_on edges to keys.

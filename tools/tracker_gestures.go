@@ -40,30 +40,22 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		ann = append(ann, mcp.WithDestructiveHintAnnotation(true))
 	}
 	tool := newTool(g.name, d.writeDesc(g.desc), params, ann, outputSchema[tracker.ItemWrite]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
+	check := func(a args) *engine.Refusal {
 		for _, k := range g.keys {
-			if r == nil {
-				r = checkItemKey(k, a.str(k))
+			if r := checkItemKey(k, a.str(k)); r != nil {
+				return r
 			}
 		}
-		if r == nil && g.check != nil {
-			r = g.check(a)
+		if g.check != nil {
+			return g.check(a)
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, g.name, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), g.name, "", werr), nil
-		}
+		return nil
+	}
+	return tool, d.writeHandler(g.name, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		w.IfMatch = a.uint("if_match")
 		res, err := g.run(ctx, d, w, a)
-		if err != nil {
-			return d.gestureFailed(ctx, g.name, res, w, err), nil
-		}
-		return d.gestureAnswer(res), nil
-	}
+		return res.WriteResult, res, err
+	})
 }
 
 // CommentOnWorkItem is comment_on_work_item {key, body, author}. On the
@@ -171,28 +163,17 @@ func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NamePurgeWorkItem,
 		d.writeDesc("Destroy a work item for good (operator only): its rows, comments and history go, edges to it go, its children move up to its parent, and no later record about it applies on any node. Cannot be undone; trash_work_item is the reversible way."),
 		params, ann, outputSchema[tracker.PurgeResult]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	check := func(a args) *engine.Refusal {
 		if d.Surface == Seat {
-			return Refused(engine.Refuse(engine.CodeInvalidArgument, "purge_work_item is for operators only; a seat can trash_work_item instead.")), nil
+			return engine.Refuse(engine.CodeInvalidArgument, "purge_work_item is for operators only; a seat can trash_work_item instead.")
 		}
-		a, r := parseArgs(req, params)
-		if r == nil {
-			r = checkItemKey("key", a.str("key"))
-		}
-		if r != nil {
-			return Refused(r), nil
-		}
-		w, werr := d.writeOptions(ctx, NamePurgeWorkItem, a)
-		if werr != nil {
-			return Failed(ctx, d.logger(), NamePurgeWorkItem, "", werr), nil
-		}
-		res, err := d.tracker().PurgeWorkItem(ctx, w, a.str("key"))
-		if err != nil {
-			return Failed(ctx, d.logger(), NamePurgeWorkItem, opOf(res.WriteResult, w), err), nil
-		}
-		d.explain(&res.WriteResult)
-		return Answer(res), nil
+		return checkItemKey("key", a.str("key"))
 	}
+	return tool, d.writeHandler(NamePurgeWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
+		res, err := d.tracker().PurgeWorkItem(ctx, w, a.str("key"))
+		d.explain(&res.WriteResult)
+		return res.WriteResult, res, err
+	})
 }
 
 // SearchWorkItems is search_work_items {query, project, limit}.
@@ -205,14 +186,13 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	tool := newTool(NameSearchWorkItems,
 		"Find work items by words in titles, descriptions and comments, best first, with snippets; trash left out. No read-your-writes floor: a just-written item may not show yet.",
 		params, readAnnotations("Search work items"), outputSchema[tracker.SearchResult]())
-	return tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, r := parseArgs(req, params)
-		if r == nil && a.has("project") {
-			r = checkProjectKey("project", a.str("project"))
+	check := func(a args) *engine.Refusal {
+		if a.has("project") {
+			return checkProjectKey("project", a.str("project"))
 		}
-		if r != nil {
-			return Refused(r), nil
-		}
+		return nil
+	}
+	return tool, d.readHandler(NameSearchWorkItems, params, check, func(ctx context.Context, a args) (any, error) {
 		limit := tracker.DefaultSearchLimit
 		if a.has("limit") {
 			limit = int(a.uint("limit"))
@@ -220,12 +200,9 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		// No level and no floor: the service reads the index as applied,
 		// and the answer says so in its note.
 		res, err := d.tracker().SearchWorkItems(ctx, engine.ReadOptions{}, a.str("query"), a.str("project"), limit)
-		if err != nil {
-			return Failed(ctx, d.logger(), NameSearchWorkItems, "", err), nil
-		}
 		if res.Hits == nil {
 			res.Hits = []tracker.SearchHit{}
 		}
-		return Answer(res), nil
-	}
+		return res, err
+	})
 }
