@@ -196,9 +196,9 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		ns.SetLoggerV2(newSlogLogger(o.Logger), false, false, false)
 	}
 	ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
+	if !ns.ReadyForConnections(readyWait) {
 		ns.Shutdown()
-		return nil, errors.New("broker: the embedded nats-server did not become ready in 30 s")
+		return nil, fmt.Errorf("broker: the embedded nats-server did not become ready in %v", readyWait)
 	}
 	if err := CheckSync(ns, o.Sync); err != nil {
 		ns.Shutdown()
@@ -253,6 +253,11 @@ func CheckSync(ns *server.Server, want Sync) error {
 	}
 	return nil
 }
+
+// readyWait bounds how long a boot waits for the embedded server to take
+// connections: a restart recovers its JetStream stores first, which on a
+// loaded machine took past the 30 s this once was.
+const readyWait = 2 * time.Minute
 
 // Close drains the connection and shuts the server down.
 func (e *Embedded) Close() {
