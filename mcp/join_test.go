@@ -2,11 +2,13 @@ package mcp
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 
@@ -61,60 +63,21 @@ func TestJoinedNodeMovesOffAnOutOfServiceCopy(t *testing.T) {
 			return n.ServeEstate(EstateHandler(NewServer("test", logger, n.Tracker(), n.Pages(), n.NodeGates())))
 		},
 	})
-	var urls []string
-	for i := 0; i < 3; i++ {
-		urls = append(urls, c.Node(i).Broker().Server.ClientURL())
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	es := estate.NewClient(nc, logger)
-	es.SetAttemptTimeout(10 * time.Second)
-	cl := inProcess(t, NewJoinedServer(es, "test", logger))
-
-	if res := callTool(t, cl, "create_project", map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
-		t.Fatal(textOf(res))
-	}
-	res := callTool(t, cl, "create_work_item", map[string]any{"project": "ENG", "title": "one"})
-	m := object(t, res)
-	if res.IsError || m["outcome"] != "applied" && m["outcome"] != "pending" {
-		t.Fatalf("create through the joined node: %v", m)
-	}
-	if op, _ := m["op_id"].(string); op == "" {
-		t.Fatalf("the write answers no op_id: %v", m)
-	}
-	first := dataNodeOf(t, res)
+	cl := joinedClient(t, c, logger)
+	first, version := createThroughJoined(t, cl)
 	a := indexOf(first)
-	item, _ := m["item"].(map[string]any)
-	if item == nil {
-		// Pending (a loaded machine outran the 1 s write wait): the answer
-		// carries no row, so the version comes from a linearizable read.
-		gr := callTool(t, cl, "get_work_item", map[string]any{"key": "ENG-1"})
-		g := object(t, gr)
-		if item, _ = g["item"].(map[string]any); item == nil {
-			t.Fatalf("read back the pending create: %v", g)
-		}
-		// The read may have moved off a node that was behind (behind
-		// proves nothing ran there): the node answering now is the one
-		// the next call goes to.
-		first = dataNodeOf(t, gr)
-		a = indexOf(first)
-	}
-	version := item["version"]
 
 	// Stall the answering node's tracker copy: its own next write lands
 	// on the log (pending: it cannot apply it) and its applier faults.
 	failing[a].Store(true)
-	res = callTool(t, cl, "update_work_item", map[string]any{"key": "ENG-1", "title": "two", "if_match": version})
+	res := callTool(t, cl, "update_work_item", map[string]any{"key": "ENG-1", "title": "two", "if_match": version})
 	if m := object(t, res); res.IsError || m["outcome"] != "pending" || dataNodeOf(t, res) != first {
 		t.Fatalf("write on the failing copy: %v by %s", m, dataNodeOf(t, res))
 	}
 	waitFor(t, 10*time.Second, func() bool { return c.Node(a).OutOfService() != nil })
 
 	res = callTool(t, cl, "get_work_item", map[string]any{"key": "ENG-1"})
-	m = object(t, res)
+	m := object(t, res)
 	second := dataNodeOf(t, res)
 	if res.IsError || second == first {
 		t.Fatalf("read with %s stalled answered by %s: %v", first, second, m)
@@ -134,6 +97,57 @@ func TestJoinedNodeMovesOffAnOutOfServiceCopy(t *testing.T) {
 	if res.IsError || third == second {
 		t.Fatalf("read with %s stopped answered by %s: %v", second, third, m)
 	}
+}
+
+// joinedClient is an in-process MCP client of a node without data
+// (NewJoinedServer) whose estate client reaches c's brokers.
+func joinedClient(t *testing.T, c *fleettest.Cluster, logger *slog.Logger) *client.Client {
+	t.Helper()
+	var urls []string
+	for i := 0; i < 3; i++ {
+		urls = append(urls, c.Node(i).Broker().Server.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	es := estate.NewClient(nc, logger)
+	es.SetAttemptTimeout(10 * time.Second)
+	return inProcess(t, NewJoinedServer(es, "test", logger))
+}
+
+// createThroughJoined files ENG and ENG-1 through the joined node: the
+// data node that answered and the item's version.
+func createThroughJoined(t *testing.T, cl *client.Client) (string, any) {
+	t.Helper()
+	if res := callTool(t, cl, "create_project", map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	res := callTool(t, cl, "create_work_item", map[string]any{"project": "ENG", "title": "one"})
+	m := object(t, res)
+	if res.IsError || m["outcome"] != "applied" && m["outcome"] != "pending" {
+		t.Fatalf("create through the joined node: %v", m)
+	}
+	if op, _ := m["op_id"].(string); op == "" {
+		t.Fatalf("the write answers no op_id: %v", m)
+	}
+	first := dataNodeOf(t, res)
+	item, _ := m["item"].(map[string]any)
+	if item == nil {
+		// Pending (a loaded machine outran the 1 s write wait): the answer
+		// carries no row, so the version comes from a linearizable read.
+		gr := callTool(t, cl, "get_work_item", map[string]any{"key": "ENG-1"})
+		g := object(t, gr)
+		if item, _ = g["item"].(map[string]any); item == nil {
+			t.Fatalf("read back the pending create: %v", g)
+		}
+		// The read may have moved off a node that was behind (behind
+		// proves nothing ran there): the node answering now is the one
+		// the next call goes to.
+		first = dataNodeOf(t, gr)
+	}
+	return first, item["version"]
 }
 
 // TestJoinedNodeWithNoDataNode: with no data node serving the estate, a

@@ -3,12 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine"
@@ -32,13 +31,45 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), n.Tracker(), n.Pages()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
-	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
+	c := operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker(), n.Pages()))
+	checkKBTools(t, c)
+	k := caller{t, c}
 
-	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	k.ok(tools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
+	m := k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Handbook"})
+	pos, err := engine.ParsePosition(m["position"].(string))
+	if err != nil || pos.Stream != engine.StreamPages {
+		t.Fatalf("position %v: %v", m["position"], err)
+	}
+	root, _ := pageOf(m)
+	mid, midV := pageOf(k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "On-call", "parent": root}))
+	leaf, _ := pageOf(k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Paging policy", "body": "Escalate after the pager fires twice.", "parent": mid}))
+
+	// A move under the page's own child is refused, nothing published.
+	before := lastPages(t, n)
+	k.refused(tools.NameUpdatePage, map[string]any{"id": mid, "if_match": midV, "parent": leaf}, engine.CodeInvalidArgument)
+	if lastPages(t, n) != before {
+		t.Fatal("a refused move published")
+	}
+	readAndSearchLeaf(k, mid, leaf)
+	purgeMid(k, root, mid, leaf)
+	staleWriterGated(k, n, mid)
+
+	m = k.ok(tools.NameListSpaces, nil)
+	if sp := m["spaces"].([]any); len(sp) != 1 || sp[0].(map[string]any)["pages"] != float64(2) {
+		t.Fatalf("list_spaces %v", m)
+	}
+	m = k.ok(tools.NameUpdateSpace, map[string]any{"key": "ENG", "editing": "locked"})
+	k.refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "x"}, engine.CodeInvalidArgument)
+	k.refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": 7}, engine.CodeInvalidArgument)
+	k.refused(tools.NameSearchKnowledge, map[string]any{"query": "x", "space": "eng"}, engine.CodeInvalidArgument)
+}
+
+// checkKBTools: the operator's list has every knowledge-base tool, and
+// purge_page says it is destructive.
+func checkKBTools(t *testing.T, c *client.Client) {
+	t.Helper()
+	list, err := c.ListTools(ctxT(t), mcpgo.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,74 +86,55 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 	if d := got[tools.NamePurgePage].Annotations.DestructiveHint; d == nil || !*d {
 		t.Fatal("purge_page is not marked destructive")
 	}
+}
 
-	ok := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		res := callTool(t, c, name, args)
-		if res.IsError {
-			t.Fatalf("%s: %s", name, textOf(res))
-		}
-		return object(t, res)
-	}
-	refused := func(name string, args map[string]any, code engine.Code) map[string]any {
-		t.Helper()
-		res := callTool(t, c, name, args)
-		m := object(t, res)
-		if !res.IsError || m["refused"] != string(code) || m["message"] == "" {
-			t.Fatalf("%s %v: want %s, got %v", name, args, code, m)
-		}
-		return m
-	}
-	pageOf := func(m map[string]any) (string, float64) {
-		p := m["page"].(map[string]any)
-		return p["id"].(string), p["version"].(float64)
-	}
+// pageOf is the id and version of the page a page answer holds.
+func pageOf(m map[string]any) (string, float64) {
+	p := m["page"].(map[string]any)
+	return p["id"].(string), p["version"].(float64)
+}
 
-	ok(tools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
-	m := ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Handbook"})
-	pos, err := engine.ParsePosition(m["position"].(string))
-	if err != nil || pos.Stream != engine.StreamPages {
-		t.Fatalf("position %v: %v", m["position"], err)
-	}
-	root, _ := pageOf(m)
-	mid, midV := pageOf(ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "On-call", "parent": root}))
-	leaf, _ := pageOf(ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Paging policy", "body": "Escalate after the pager fires twice.", "parent": mid}))
-
-	// A move under the page's own child is refused, nothing published.
-	before := lastPages(t, n)
-	refused(tools.NameUpdatePage, map[string]any{"id": mid, "if_match": midV, "parent": leaf}, engine.CodeInvalidArgument)
-	if lastPages(t, n) != before {
-		t.Fatal("a refused move published")
-	}
-
-	m = ok(tools.NameGetPage, map[string]any{"id": leaf})
+// readAndSearchLeaf: the leaf reads at linearizable under mid, seen
+// through the pages' log, and search finds it by its body's words.
+func readAndSearchLeaf(k caller, mid, leaf string) {
+	t := k.t
+	m := k.ok(tools.NameGetPage, map[string]any{"id": leaf})
 	if m["level"] != string(engine.Linearizable) || m["page"].(map[string]any)["parent"] != mid {
 		t.Fatalf("get_page %v", m)
 	}
 	if st := m["seen_through"].(map[string]any); st["stream"] != engine.StreamPages {
 		t.Fatalf("seen_through %v", st)
 	}
-	m = ok(tools.NameSearchKnowledge, map[string]any{"query": "pager"})
+	m = k.ok(tools.NameSearchKnowledge, map[string]any{"query": "pager"})
 	if hits := m["hits"].([]any); len(hits) != 1 || hits[0].(map[string]any)["id"] != leaf || !strings.Contains(m["note"].(string), "no read-your-writes floor") {
 		t.Fatalf("search %v", m)
 	}
+}
 
-	m = ok(tools.NamePurgePage, map[string]any{"id": mid})
+// purgeMid: purging mid re-files its leaf under root; brought back, the
+// purge answers the first one; mid reads deleted.
+func purgeMid(k caller, root, mid, leaf string) {
+	t := k.t
+	m := k.ok(tools.NamePurgePage, map[string]any{"id": mid})
 	purgeOp := m["op_id"].(string)
 	if r := m["refiled"].([]any); len(r) != 1 || r[0] != leaf || m["refiled_to"] != root {
 		t.Fatalf("purge %v", m)
 	}
 	// Brought back, the purge answers the first one.
-	if again := ok(tools.NamePurgePage, map[string]any{"id": mid, "op_id": purgeOp}); again["position"] != m["position"] {
+	if again := k.ok(tools.NamePurgePage, map[string]any{"id": mid, "op_id": purgeOp}); again["position"] != m["position"] {
 		t.Fatalf("repeated purge %v, want %v", again, m["position"])
 	}
-	refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
-	if p := ok(tools.NameGetPage, map[string]any{"id": leaf})["page"].(map[string]any); p["parent"] != root {
+	k.refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	if p := k.ok(tools.NameGetPage, map[string]any{"id": leaf})["page"].(map[string]any); p["parent"] != root {
 		t.Fatalf("leaf not re-filed: %v", p)
 	}
+}
 
-	// A stale writer's record about the purged page, published after the
-	// purge, applies nowhere.
+// staleWriterGated: a stale writer's record about the purged page,
+// published after the purge, applies nowhere: the deletion gate drops it.
+func staleWriterGated(k caller, n *node.Node, mid string) {
+	t := k.t
+	ctx := ctxT(t)
 	op, _ := ledger.MintFor(time.Now(), "update_page", mid, "")
 	payload, _ := json.Marshal(map[string]any{"id": mid, "title": "Back from the dead"})
 	data, _ := record.Encode(&record.Record{Kind: kb.KindUpdatePage, Version: 1, OpID: op.String(), Writer: "n2", Generation: 1,
@@ -136,19 +148,10 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 	if err := n.Replica(engine.DomainPages).WaitApplied(wctx, ack.Seq); err != nil {
 		t.Fatal(err)
 	}
-	refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	k.refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
 	if gate, _, dropped, err := n.Replica(engine.DomainPages).GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
 		t.Fatalf("stale record at %d: gate %q dropped %v %v", ack.Seq, gate, dropped, err)
 	}
-
-	m = ok(tools.NameListSpaces, nil)
-	if sp := m["spaces"].([]any); len(sp) != 1 || sp[0].(map[string]any)["pages"] != float64(2) {
-		t.Fatalf("list_spaces %v", m)
-	}
-	m = ok(tools.NameUpdateSpace, map[string]any{"key": "ENG", "editing": "locked"})
-	refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "x"}, engine.CodeInvalidArgument)
-	refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": 7}, engine.CodeInvalidArgument)
-	refused(tools.NameSearchKnowledge, map[string]any{"query": "x", "space": "eng"}, engine.CodeInvalidArgument)
 }
 
 func lastPages(t *testing.T, n *node.Node) uint64 {

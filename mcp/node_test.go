@@ -1,9 +1,9 @@
 package mcp
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
@@ -14,65 +14,55 @@ import (
 // TestRealNodeOverHTTP runs a real node (embedded broker, SQLite) behind
 // the operator MCP and drives it with the mcp-go client over HTTP.
 func TestRealNodeOverHTTP(t *testing.T) {
-	ctx := ctxT(t)
-	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), Name: "n1", Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
-	c := httpClient(t, ts.URL+"/operator/mcp", testToken)
+	n := realNode(t)
+	c := operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker()))
 	checkToolList(t, c)
 
-	checkWrite := func(name string, m map[string]any) engine.Position {
-		t.Helper()
-		if m["outcome"] != "applied" {
-			t.Fatalf("%s: outcome %v (%v)", name, m["outcome"], m)
-		}
-		op, _ := m["op_id"].(string)
-		if op == "" {
-			t.Fatalf("%s: no op_id: %v", name, m)
-		}
-		tok, _ := m["position"].(string)
-		p, err := engine.ParsePosition(tok)
-		if err != nil || p.Stream != engine.StreamTracker {
-			t.Fatalf("%s: position %q: %v", name, tok, err)
-		}
-		return p
+	version := createAndRead(t, c)
+	upos := updateRepeatedAndStale(t, c, version)
+
+	res := callTool(t, c, tools.NameListWorkItems, map[string]any{"project": "ENG"})
+	if res.IsError {
+		t.Fatalf("list_work_items: %s", textOf(res))
 	}
-	checkRead := func(name string, m map[string]any, atLeast uint64) {
-		t.Helper()
-		if m["level"] != string(engine.Linearizable) || m["complete"] != true {
-			t.Fatalf("%s: level/complete %v", name, m)
-		}
-		st, _ := m["seen_through"].(map[string]any)
-		if st["stream"] != engine.StreamTracker || st["generation"] != float64(1) {
-			t.Fatalf("%s: seen_through %v", name, m["seen_through"])
-		}
-		if seq, _ := st["seq"].(float64); uint64(seq) < atLeast {
-			t.Fatalf("%s: seen_through seq %v, want at least %d (read your writes)", name, seq, atLeast)
-		}
+	m := object(t, res)
+	checkRead(t, "list_work_items", m, upos.Seq)
+	if items, _ := m["items"].([]any); len(items) != 1 {
+		t.Fatalf("items %v", m["items"])
 	}
 
+	res = callTool(t, c, tools.NameListProjects, nil)
+	if res.IsError {
+		t.Fatalf("list_projects: %s", textOf(res))
+	}
+	checkRead(t, "list_projects", object(t, res), upos.Seq)
+
+	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
+	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
+		t.Fatalf("unknown project: %v", m)
+	}
+	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-99"})
+	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
+		t.Fatalf("unknown item: %v", m)
+	}
+}
+
+// createAndRead files ENG and ENG-1, then reads ENG-1 back at
+// linearizable, at or past its create: the item's version.
+func createAndRead(t *testing.T, c *client.Client) uint64 {
+	t.Helper()
 	res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
 	if res.IsError {
 		t.Fatalf("create_project: %s", textOf(res))
 	}
-	checkWrite("create_project", object(t, res))
+	checkWrite(t, "create_project", object(t, res))
 
 	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Ship the MCP surface", "assignee": "ana"})
 	if res.IsError {
 		t.Fatalf("create_work_item: %s", textOf(res))
 	}
 	m := object(t, res)
-	pos := checkWrite("create_work_item", m)
+	pos := checkWrite(t, "create_work_item", m)
 	item, _ := m["item"].(map[string]any)
 	if item["key"] != "ENG-1" || item["title"] != "Ship the MCP surface" {
 		t.Fatalf("item %v", item)
@@ -84,18 +74,25 @@ func TestRealNodeOverHTTP(t *testing.T) {
 		t.Fatalf("get_work_item: %s", textOf(res))
 	}
 	m = object(t, res)
-	checkRead("get_work_item", m, pos.Seq)
+	checkRead(t, "get_work_item", m, pos.Seq)
 	if got := m["item"].(map[string]any); uint64(got["version"].(float64)) != version || got["assignee"] != "ana" {
 		t.Fatalf("got %v", got)
 	}
+	return version
+}
 
+// updateRepeatedAndStale updates ENG-1 against version, repeats the update
+// under its op_id (the first answer again), and repeats it without (a
+// stale if_match, refused): the update's position.
+func updateRepeatedAndStale(t *testing.T, c *client.Client, version uint64) engine.Position {
+	t.Helper()
 	upd := map[string]any{"key": "ENG-1", "if_match": version, "status": "in_progress"}
-	res = callTool(t, c, tools.NameUpdateWorkItem, upd)
+	res := callTool(t, c, tools.NameUpdateWorkItem, upd)
 	if res.IsError {
 		t.Fatalf("update_work_item: %s", textOf(res))
 	}
-	m = object(t, res)
-	upos := checkWrite("update_work_item", m)
+	m := object(t, res)
+	upos := checkWrite(t, "update_work_item", m)
 	opID := m["op_id"].(string)
 	newVersion := uint64(m["item"].(map[string]any)["version"].(float64))
 	if newVersion <= version || m["item"].(map[string]any)["status"] != "in_progress" {
@@ -117,30 +114,42 @@ func TestRealNodeOverHTTP(t *testing.T) {
 	if m := object(t, res); !res.IsError || m["refused"] != "stale" {
 		t.Fatalf("stale update: %v", m)
 	}
+	return upos
+}
 
-	res = callTool(t, c, tools.NameListWorkItems, map[string]any{"project": "ENG"})
-	if res.IsError {
-		t.Fatalf("list_work_items: %s", textOf(res))
+// checkWrite holds a write's answer to the contract: applied, with an
+// op_id and a position on the tracker's log, which it returns.
+func checkWrite(t *testing.T, name string, m map[string]any) engine.Position {
+	t.Helper()
+	if m["outcome"] != "applied" {
+		t.Fatalf("%s: outcome %v (%v)", name, m["outcome"], m)
 	}
-	m = object(t, res)
-	checkRead("list_work_items", m, upos.Seq)
-	if items, _ := m["items"].([]any); len(items) != 1 {
-		t.Fatalf("items %v", m["items"])
+	op, _ := m["op_id"].(string)
+	if op == "" {
+		t.Fatalf("%s: no op_id: %v", name, m)
 	}
+	tok, _ := m["position"].(string)
+	p, err := engine.ParsePosition(tok)
+	if err != nil || p.Stream != engine.StreamTracker {
+		t.Fatalf("%s: position %q: %v", name, tok, err)
+	}
+	return p
+}
 
-	res = callTool(t, c, tools.NameListProjects, nil)
-	if res.IsError {
-		t.Fatalf("list_projects: %s", textOf(res))
+// checkRead holds a read's answer to the contract: linearizable and
+// complete, seen through the tracker's log at or past atLeast (read your
+// writes).
+func checkRead(t *testing.T, name string, m map[string]any, atLeast uint64) {
+	t.Helper()
+	if m["level"] != string(engine.Linearizable) || m["complete"] != true {
+		t.Fatalf("%s: level/complete %v", name, m)
 	}
-	checkRead("list_projects", object(t, res), upos.Seq)
-
-	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
-	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
-		t.Fatalf("unknown project: %v", m)
+	st, _ := m["seen_through"].(map[string]any)
+	if st["stream"] != engine.StreamTracker || st["generation"] != float64(1) {
+		t.Fatalf("%s: seen_through %v", name, m["seen_through"])
 	}
-	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-99"})
-	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
-		t.Fatalf("unknown item: %v", m)
+	if seq, _ := st["seq"].(float64); uint64(seq) < atLeast {
+		t.Fatalf("%s: seen_through seq %v, want at least %d (read your writes)", name, seq, atLeast)
 	}
 }
 

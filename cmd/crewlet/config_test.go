@@ -16,21 +16,22 @@ import (
 	"github.com/crewlet/crewlet/internal/token"
 )
 
-func TestParseConfig(t *testing.T) {
-	tests := []struct {
-		name string
-		yaml string
-		want Config
-		// field is the ConfigError.Field wanted; errSub a substring of the
-		// error wanted when the error is not a ConfigError.
-		field  string
-		errSub string
-	}{
-		{name: "empty", yaml: "", want: Config{}},
-		{name: "comments only", yaml: "# nothing\n", want: Config{}},
-		{
-			name: "every field",
-			yaml: `
+// parseConfigCases are TestParseConfig's files: each parses to want, or
+// is refused naming field (a ConfigError) or with errSub in its error.
+var parseConfigCases = []struct {
+	name string
+	yaml string
+	want Config
+	// field is the ConfigError.Field wanted; errSub a substring of the
+	// error wanted when the error is not a ConfigError.
+	field  string
+	errSub string
+}{
+	{name: "empty", yaml: "", want: Config{}},
+	{name: "comments only", yaml: "# nothing\n", want: Config{}},
+	{
+		name: "every field",
+		yaml: `
 node:
   name: node-1
   mode: maintenance
@@ -51,54 +52,57 @@ http:
   max_body_bytes: 8MiB
   max_connections: 512
 `,
-			want: Config{
-				Node: NodeSection{Name: "node-1", Mode: "maintenance"},
-				Stream: StreamSection{Type: "embedded", Sync: "always", StoreDir: "/var/lib/crewlet/stream",
-					StoreMaxBytes: 8 << 30, LogMaxBytes: map[string]ByteSize{"tracker_log_max_bytes": 4 << 30, "pages_log_max_bytes": 1 << 30}},
-				Store:    StoreSection{BusyTimeoutSeconds: 9},
-				Operator: OperatorSection{Token: "0123456789abcdef0123"},
-				HTTP: HTTPSection{Listen: "0.0.0.0:7420", AllowedHosts: []string{"crewlet.example.com", "proxy.example.net:8443", "[::1]:9000"},
-					MaxBodyBytes: 8 << 20, MaxConnections: 512},
-			},
+		want: Config{
+			Node: NodeSection{Name: "node-1", Mode: "maintenance"},
+			Stream: StreamSection{Type: "embedded", Sync: "always", StoreDir: "/var/lib/crewlet/stream",
+				StoreMaxBytes: 8 << 30, LogMaxBytes: map[string]ByteSize{"tracker_log_max_bytes": 4 << 30, "pages_log_max_bytes": 1 << 30}},
+			Store:    StoreSection{BusyTimeoutSeconds: 9},
+			Operator: OperatorSection{Token: "0123456789abcdef0123"},
+			HTTP: HTTPSection{Listen: "0.0.0.0:7420", AllowedHosts: []string{"crewlet.example.com", "proxy.example.net:8443", "[::1]:9000"},
+				MaxBodyBytes: 8 << 20, MaxConnections: 512},
 		},
-		{name: "sync duration", yaml: "stream:\n  sync: 30s\n", want: Config{Stream: StreamSection{Sync: "30s"}}},
-		{name: "flow style", yaml: "stream: {sync: always, type: embedded}\n", want: Config{Stream: StreamSection{Sync: "always", Type: "embedded"}}},
-		{name: "decimal units", yaml: "stream: {store_max_bytes: 2GB}\n", want: Config{Stream: StreamSection{StoreMaxBytes: 2e9}}},
-		{name: "nats without sync", yaml: "stream: {type: nats, urls: [nats://h:4222]}\n", want: Config{Stream: StreamSection{Type: "nats", URLs: []string{"nats://h:4222"}}}},
+	},
+	{name: "sync duration", yaml: "stream:\n  sync: 30s\n", want: Config{Stream: StreamSection{Sync: "30s"}}},
+	{name: "flow style", yaml: "stream: {sync: always, type: embedded}\n", want: Config{Stream: StreamSection{Sync: "always", Type: "embedded"}}},
+	{name: "decimal units", yaml: "stream: {store_max_bytes: 2GB}\n", want: Config{Stream: StreamSection{StoreMaxBytes: 2e9}}},
+	{name: "nats without sync", yaml: "stream: {type: nats, urls: [nats://h:4222]}\n", want: Config{Stream: StreamSection{Type: "nats", URLs: []string{"nats://h:4222"}}}},
 
-		{name: "unknown top-level key", yaml: "nodes:\n  name: x\n", field: "nodes"},
-		{name: "unknown nested key", yaml: "stream:\n  sink: always\n", field: "stream.sink"},
-		{name: "dotted key is not nesting", yaml: "stream.sync: always\n", field: "stream.sync"},
-		{name: "section given a scalar", yaml: "stream: always\n", field: "stream"},
-		{name: "bad sync", yaml: "stream: {sync: sometimes}\n", field: "stream.sync"},
-		{name: "zero sync", yaml: "stream: {sync: 0s}\n", field: "stream.sync"},
-		{name: "negative sync", yaml: "stream: {sync: -5s}\n", field: "stream.sync"},
-		{name: "sync on nats", yaml: "stream: {type: nats, sync: always}\n", field: "stream.sync"},
-		{name: "bad type", yaml: "stream: {type: kafka}\n", field: "stream.type"},
-		{name: "bad mode", yaml: "node: {mode: frozen}\n", field: "node.mode"},
-		{name: "bad node name", yaml: "node: {name: a.b}\n", field: "node.name"},
-		{name: "bad byte size", yaml: "stream: {store_max_bytes: lots}\n", field: "stream.store_max_bytes"},
-		{name: "negative byte size", yaml: "stream: {pages_log_max_bytes: -1}\n", field: "stream.pages_log_max_bytes"},
-		{name: "busy timeout not int", yaml: "store: {busy_timeout_seconds: soon}\n", field: "store.busy_timeout_seconds"},
-		{name: "busy timeout negative", yaml: "store: {busy_timeout_seconds: -1}\n", field: "store.busy_timeout_seconds"},
-		{name: "short token", yaml: "operator: {token: abc}\n", field: "operator.token"},
-		{name: "bad listen", yaml: "http: {listen: localhost}\n", field: "http.listen"},
-		{name: "body bytes in bytes", yaml: "http: {max_body_bytes: 1048576}\n", want: Config{HTTP: HTTPSection{MaxBodyBytes: 1 << 20}}},
-		{name: "bad body bytes", yaml: "http: {max_body_bytes: huge}\n", field: "http.max_body_bytes"},
-		{name: "negative body bytes", yaml: "http: {max_body_bytes: -1}\n", field: "http.max_body_bytes"},
-		{name: "connections not int", yaml: "http: {max_connections: many}\n", field: "http.max_connections"},
-		{name: "negative connections", yaml: "http: {max_connections: -5}\n", field: "http.max_connections"},
-		{name: "allowed host is a scalar", yaml: "http: {allowed_hosts: crewlet.example.com}\n", field: "http.allowed_hosts"},
-		{name: "allowed host with scheme", yaml: "http: {allowed_hosts: [\"https://crewlet.example.com\"]}\n", field: "http.allowed_hosts"},
-		{name: "allowed host wildcard", yaml: "http: {allowed_hosts: [\"*.example.com\"]}\n", field: "http.allowed_hosts"},
-		{name: "allowed host with path", yaml: "http: {allowed_hosts: [crewlet.example.com/mcp]}\n", field: "http.allowed_hosts"},
-		{name: "allowed host empty", yaml: "http: {allowed_hosts: [\"\"]}\n", field: "http.allowed_hosts"},
-		{name: "allowed host bad port", yaml: "http: {allowed_hosts: [\"crewlet.example.com:99999\"]}\n", field: "http.allowed_hosts"},
-		{name: "unknown http key", yaml: "http: {max_body: 1MiB}\n", field: "http.max_body"},
-		{name: "bad port", yaml: "http: {listen: 'localhost:99999'}\n", field: "http.listen"},
-		{name: "not a mapping", yaml: "- a\n- b\n", field: "(file)"},
-		{name: "not yaml", yaml: "stream: {sync: [\n", errSub: "config:"},
-	}
+	{name: "unknown top-level key", yaml: "nodes:\n  name: x\n", field: "nodes"},
+	{name: "unknown nested key", yaml: "stream:\n  sink: always\n", field: "stream.sink"},
+	{name: "dotted key is not nesting", yaml: "stream.sync: always\n", field: "stream.sync"},
+	{name: "section given a scalar", yaml: "stream: always\n", field: "stream"},
+	{name: "bad sync", yaml: "stream: {sync: sometimes}\n", field: "stream.sync"},
+	{name: "zero sync", yaml: "stream: {sync: 0s}\n", field: "stream.sync"},
+	{name: "negative sync", yaml: "stream: {sync: -5s}\n", field: "stream.sync"},
+	{name: "sync on nats", yaml: "stream: {type: nats, sync: always}\n", field: "stream.sync"},
+	{name: "bad type", yaml: "stream: {type: kafka}\n", field: "stream.type"},
+	{name: "bad mode", yaml: "node: {mode: frozen}\n", field: "node.mode"},
+	{name: "bad node name", yaml: "node: {name: a.b}\n", field: "node.name"},
+	{name: "bad byte size", yaml: "stream: {store_max_bytes: lots}\n", field: "stream.store_max_bytes"},
+	{name: "negative byte size", yaml: "stream: {pages_log_max_bytes: -1}\n", field: "stream.pages_log_max_bytes"},
+	{name: "busy timeout not int", yaml: "store: {busy_timeout_seconds: soon}\n", field: "store.busy_timeout_seconds"},
+	{name: "busy timeout negative", yaml: "store: {busy_timeout_seconds: -1}\n", field: "store.busy_timeout_seconds"},
+	{name: "short token", yaml: "operator: {token: abc}\n", field: "operator.token"},
+	{name: "bad listen", yaml: "http: {listen: localhost}\n", field: "http.listen"},
+	{name: "body bytes in bytes", yaml: "http: {max_body_bytes: 1048576}\n", want: Config{HTTP: HTTPSection{MaxBodyBytes: 1 << 20}}},
+	{name: "bad body bytes", yaml: "http: {max_body_bytes: huge}\n", field: "http.max_body_bytes"},
+	{name: "negative body bytes", yaml: "http: {max_body_bytes: -1}\n", field: "http.max_body_bytes"},
+	{name: "connections not int", yaml: "http: {max_connections: many}\n", field: "http.max_connections"},
+	{name: "negative connections", yaml: "http: {max_connections: -5}\n", field: "http.max_connections"},
+	{name: "allowed host is a scalar", yaml: "http: {allowed_hosts: crewlet.example.com}\n", field: "http.allowed_hosts"},
+	{name: "allowed host with scheme", yaml: "http: {allowed_hosts: [\"https://crewlet.example.com\"]}\n", field: "http.allowed_hosts"},
+	{name: "allowed host wildcard", yaml: "http: {allowed_hosts: [\"*.example.com\"]}\n", field: "http.allowed_hosts"},
+	{name: "allowed host with path", yaml: "http: {allowed_hosts: [crewlet.example.com/mcp]}\n", field: "http.allowed_hosts"},
+	{name: "allowed host empty", yaml: "http: {allowed_hosts: [\"\"]}\n", field: "http.allowed_hosts"},
+	{name: "allowed host bad port", yaml: "http: {allowed_hosts: [\"crewlet.example.com:99999\"]}\n", field: "http.allowed_hosts"},
+	{name: "unknown http key", yaml: "http: {max_body: 1MiB}\n", field: "http.max_body"},
+	{name: "bad port", yaml: "http: {listen: 'localhost:99999'}\n", field: "http.listen"},
+	{name: "not a mapping", yaml: "- a\n- b\n", field: "(file)"},
+	{name: "not yaml", yaml: "stream: {sync: [\n", errSub: "config:"},
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := parseConfigCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseConfig(strings.NewReader(tt.yaml))

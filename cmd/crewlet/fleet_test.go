@@ -257,6 +257,14 @@ func TestChildFleet(t *testing.T) {
 		t.Fatalf("restarted n2 reads %v", got)
 	}
 
+	retentionNamesEveryNode(t, f)
+	retentionJSONFromRegister(t, f)
+}
+
+// retentionNamesEveryNode: crewlet retention status on n1 names every
+// node with its figures, once each has beaten.
+func retentionNamesEveryNode(t *testing.T, f *childFleet) {
+	t.Helper()
 	// Every node in the retention answer, with its figures.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -274,6 +282,12 @@ func TestChildFleet(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// retentionJSONFromRegister: asked of n3 with --json, every node carries
+// its tracker figures, read from the register.
+func retentionJSONFromRegister(t *testing.T, f *childFleet) {
+	t.Helper()
 	var a struct {
 		Level string `json:"level"`
 		Nodes []struct {
@@ -290,7 +304,7 @@ func TestChildFleet(t *testing.T) {
 	// Asked of another node, the figures come from the register: a node's
 	// beat lands every few seconds, so wait for every node's to carry its
 	// tracker position and both instants.
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		a.Nodes = nil
 		if err := json.Unmarshal([]byte(retentionStatus(t, f.bin, f.serves[2], "--json")), &a); err != nil {

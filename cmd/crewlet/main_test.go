@@ -411,7 +411,23 @@ func exerciseTracker(t *testing.T, c *client.Client, project string) {
 func TestServeHTTP(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	s := StartServe(t, dir)
+	checkHealthz(t, s)
+	checkTokenFile(t, s, dir)
+	checkGuard(t, s)
+	checkOperatorTools(t, s)
 
+	s.Stop(t)
+	// The token is reused on the next boot.
+	s2 := StartServe(t, dir)
+	if s2.Token != s.Token {
+		t.Errorf("second boot token differs from the first")
+	}
+	s2.Stop(t)
+}
+
+// checkHealthz: /healthz answers "ok" without a token.
+func checkHealthz(t *testing.T, s *Serve) {
+	t.Helper()
 	resp, err := http.Get(s.BaseURL + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +437,12 @@ func TestServeHTTP(t *testing.T) {
 	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
 		t.Fatalf("/healthz = %d %q", resp.StatusCode, body)
 	}
+}
 
+// checkTokenFile: the operator token was minted into the data directory,
+// 32 bytes of hex, readable by its owner only.
+func checkTokenFile(t *testing.T, s *Serve, dir string) {
+	t.Helper()
 	if s.TokenFile != filepath.Join(dir, token.FileName) {
 		t.Errorf("token file = %q, want %q", s.TokenFile, filepath.Join(dir, token.FileName))
 	}
@@ -435,30 +456,39 @@ func TestServeHTTP(t *testing.T) {
 	if len(s.Token) != 64 {
 		t.Errorf("token %q is not 32 bytes of hex", s.Token)
 	}
+}
 
-	post := func(header map[string]string) int {
-		t.Helper()
-		req, _ := http.NewRequest("POST", s.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+// operatorPost posts a tools/list to the operator MCP with header and
+// returns the status it answers.
+func operatorPost(t *testing.T, s *Serve, header map[string]string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
-	if code := post(nil); code != http.StatusUnauthorized {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// checkGuard: the operator MCP refuses a missing or wrong token, a
+// foreign Origin and a foreign Host, and every route but /healthz wants
+// the token.
+func checkGuard(t *testing.T, s *Serve) {
+	t.Helper()
+	if code := operatorPost(t, s, nil); code != http.StatusUnauthorized {
 		t.Errorf("/operator/mcp without a token = %d, want 401", code)
 	}
-	if code := post(map[string]string{"Authorization": "Bearer wrong"}); code != http.StatusUnauthorized {
+	if code := operatorPost(t, s, map[string]string{"Authorization": "Bearer wrong"}); code != http.StatusUnauthorized {
 		t.Errorf("/operator/mcp with a wrong token = %d, want 401", code)
 	}
-	if code := post(map[string]string{"Authorization": "Bearer " + s.Token, "Origin": "http://evil.example"}); code != http.StatusForbidden {
+	if code := operatorPost(t, s, map[string]string{"Authorization": "Bearer " + s.Token, "Origin": "http://evil.example"}); code != http.StatusForbidden {
 		t.Errorf("/operator/mcp with a foreign Origin = %d, want 403", code)
 	}
 	req, _ := http.NewRequest("POST", s.URL, strings.NewReader(`{}`))
@@ -480,7 +510,12 @@ func TestServeHTTP(t *testing.T) {
 			t.Errorf("an unknown route without a token = %d, want 401 (every route but /healthz wants the token)", resp.StatusCode)
 		}
 	}
+}
 
+// checkOperatorTools: over HTTP with the token, the operator's tools are
+// listed and the tracker answers.
+func checkOperatorTools(t *testing.T, s *Serve) {
+	t.Helper()
 	c := s.HTTPClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -498,14 +533,6 @@ func TestServeHTTP(t *testing.T) {
 		}
 	}
 	exerciseTracker(t, c, "OPS")
-
-	s.Stop(t)
-	// The token is reused on the next boot.
-	s2 := StartServe(t, dir)
-	if s2.Token != s.Token {
-		t.Errorf("second boot token differs from the first")
-	}
-	s2.Stop(t)
 }
 
 func TestMCPStdioEmbedded(t *testing.T) {

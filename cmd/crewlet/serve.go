@@ -87,13 +87,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	c.logsTo(logger, o.LogFormat)
-	maxConns, lowered, err := httpedge.FitConnections(o.HTTP.MaxConnections)
+	maxConns, err := connectionLimit(o.HTTP.MaxConnections, logger)
 	if err != nil {
 		return err
-	}
-	if lowered {
-		logger.Warn("http_max_connections_lowered", "max_connections", maxConns, "default", httpedge.DefaultMaxConnections,
-			"reason", "the default does not fit under this process's open-file limit beside the broker and the store; raise the limit (ulimit -n) to serve more")
 	}
 
 	// Listen first, so the holder line and the printed URL carry the
@@ -136,8 +132,38 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {
 		return err
 	}
+	root := routes(n, mcp.OperatorHandler(srv, opts), opts, logger)
+
+	// The edge comes before every route, the guard included.
+	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
+	hs := httpedge.Server(root, limits, logger)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
+	c.announce(logger, n, o, mcpURL, tokenSource, limits)
+	return shutdownWhenDone(ctx, hs, served, logger)
+}
+
+// connectionLimit is the HTTP connection ceiling: the configured one, or
+// the default lowered (and said so) where it does not fit under this
+// process's open-file limit.
+func connectionLimit(configured int, logger *slog.Logger) (int, error) {
+	maxConns, lowered, err := httpedge.FitConnections(configured)
+	if err != nil {
+		return 0, err
+	}
+	if lowered {
+		logger.Warn("http_max_connections_lowered", "max_connections", maxConns, "default", httpedge.DefaultMaxConnections,
+			"reason", "the default does not fit under this process's open-file limit beside the broker and the store; raise the limit (ulimit -n) to serve more")
+	}
+	return maxConns, nil
+}
+
+// routes is the node's HTTP surface: the operator MCP (operatorMCP) and
+// the seat MCP, the REST reads and the operator routes behind the guard
+// (token, origin), and the health checks, which want no token.
+func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger *slog.Logger) http.Handler {
 	api := http.NewServeMux()
-	api.Handle("/operator/mcp", mcp.OperatorHandler(srv, opts))
+	api.Handle("/operator/mcp", operatorMCP)
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages()), opts))
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
@@ -150,13 +176,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	})
 	root.Handle("/readyz", httpedge.Ready(n.Unready))
 	root.Handle("/", mcp.Guard(opts, api))
+	return root
+}
 
-	// The edge comes before every route, the guard included.
-	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
-	hs := httpedge.Server(root, limits, logger)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(httpedge.Listener(ln, limits.MaxConnections, logger)) }()
-
+// announce logs the serving line: where the operator MCP is, where its
+// token comes from, the data directory, the edge's limits and, where the
+// node takes joins, its join URL.
+func (c *ServeCommand) announce(logger *slog.Logger, n *node.Node, o serveOptions, mcpURL, tokenSource string, limits httpedge.Limits) {
 	attrs := []any{"node", n.Name(), "operator_mcp", mcpURL, "token", tokenSource, "data", o.DataDir,
 		"max_body_bytes", limits.MaxBodyBytes, "max_connections", limits.MaxConnections}
 	if u := n.ClientURL(); u != "" {
@@ -171,7 +197,12 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.Stderr, "crewlet serve: nodes without data join at %s (crewlet mcp --join %s, with stream.client.token)\n", u, u)
 		}
 	}
+}
 
+// shutdownWhenDone waits for ctx to end (or the server to stop on its
+// own) and shuts the server down, closing the connections that outlast
+// shutdownTimeout.
+func shutdownWhenDone(ctx context.Context, hs *http.Server, served <-chan error, logger *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")

@@ -203,95 +203,10 @@ func TestTypeScriptSDKClients(t *testing.T) {
 	dir := nodeHarness(t)
 	bin := BuildBinary(t)
 	s := StartServe(t, filepath.Join(t.TempDir(), "data"))
-	httpTransport := func(url string, headers map[string]string) planTransport {
-		return planTransport{Kind: "http", URL: url, Headers: headers}
-	}
-	httpClient := func(t *testing.T, url string, headers map[string]string) *client.Client {
-		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-		defer cancel()
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-			t.Fatalf("initialize: %v", err)
-		}
-		return c
-	}
-	seatHeaders := func(tag string) map[string]string {
-		return map[string]string{"Authorization": "Bearer " + s.Token, mcp.HeaderSeat: "seat-" + strings.ToLower(tag), mcp.HeaderUnit: "unit-" + strings.ToLower(tag)}
-	}
-	surfaces := []surface{
-		{
-			name: "stdio", tools: tools.Operator,
-			transport: func(t *testing.T, tag string) planTransport {
-				return planTransport{Kind: "stdio", Command: bin, Args: []string{"mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json"}}
-			},
-			goClient: func(t *testing.T, tag string) *client.Client {
-				return StdioClient(t, "mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json")
-			},
-		},
-		{
-			name: "operator", tools: tools.Operator,
-			transport: func(t *testing.T, tag string) planTransport {
-				return httpTransport(s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
-			},
-			goClient: func(t *testing.T, tag string) *client.Client {
-				return httpClient(t, s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
-			},
-		},
-		{
-			name: "seat", tools: tools.Seat,
-			transport: func(t *testing.T, tag string) planTransport {
-				return httpTransport(s.BaseURL+"/seat/mcp", seatHeaders(tag))
-			},
-			goClient: func(t *testing.T, tag string) *client.Client {
-				return httpClient(t, s.BaseURL+"/seat/mcp", seatHeaders(tag))
-			},
-		},
-	}
+	surfaces := surfacesOf(bin, s)
 	// What no SDK sends: raw bytes that are not UTF-8, off the wire. The
 	// seat surface is stateless, so one POST is one call.
-	t.Run("seat/raw-bytes", func(t *testing.T) {
-		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_work_items","arguments":{"query":"login` + "\xff\xfe" + `page"}}}`)
-		req, err := http.NewRequest(http.MethodPost, s.BaseURL+"/seat/mcp", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range seatHeaders("raw") {
-			req.Header.Set(k, v)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rpc struct {
-			Result json.RawMessage `json:"result"`
-		}
-		payload := raw
-		if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
-			payload = bytes.TrimSpace(raw[i+len("data: "):])
-		}
-		var res mcpgo.CallToolResult
-		if err := json.Unmarshal(payload, &rpc); err != nil || json.Unmarshal(rpc.Result, &res) != nil {
-			t.Fatalf("%d %s: not a tool result: %v", resp.StatusCode, raw, err)
-		}
-		obj, isRefusal := tools.RefusalOf(&res)
-		if msg, _ := obj["message"].(string); !isRefusal || obj["refused"] != "invalid_argument" || !strings.Contains(msg, "not valid UTF-8") {
-			t.Fatalf("raw bytes that are not UTF-8: %s", raw)
-		}
-	})
+	t.Run("seat/raw-bytes", func(t *testing.T) { rawBytesRefused(t, s) })
 
 	for _, sf := range surfaces {
 		want := toolNames(sf.tools)
@@ -320,6 +235,107 @@ func TestTypeScriptSDKClients(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// surfacesOf is the binary's three MCP surfaces: stdio (a crewlet mcp of
+// its own per run), and the operator and seat surfaces of s.
+func surfacesOf(bin string, s *Serve) []surface {
+	httpTransport := func(url string, headers map[string]string) planTransport {
+		return planTransport{Kind: "http", URL: url, Headers: headers}
+	}
+	return []surface{
+		{
+			name: "stdio", tools: tools.Operator,
+			transport: func(t *testing.T, tag string) planTransport {
+				return planTransport{Kind: "stdio", Command: bin, Args: []string{"mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json"}}
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return StdioClient(t, "mcp", "--data", filepath.Join(t.TempDir(), "data"), "--log-format", "json")
+			},
+		},
+		{
+			name: "operator", tools: tools.Operator,
+			transport: func(t *testing.T, tag string) planTransport {
+				return httpTransport(s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return streamableClient(t, s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
+			},
+		},
+		{
+			name: "seat", tools: tools.Seat,
+			transport: func(t *testing.T, tag string) planTransport {
+				return httpTransport(s.BaseURL+"/seat/mcp", seatHeaders(s, tag))
+			},
+			goClient: func(t *testing.T, tag string) *client.Client {
+				return streamableClient(t, s.BaseURL+"/seat/mcp", seatHeaders(s, tag))
+			},
+		},
+	}
+}
+
+// streamableClient is mcp-go's client over Streamable HTTP at url,
+// started and initialized.
+func streamableClient(t *testing.T, url string, headers map[string]string) *client.Client {
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return c
+}
+
+// seatHeaders are a seat run's headers: the operator token, and a seat
+// and unit of work of the run's own.
+func seatHeaders(s *Serve, tag string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + s.Token, mcp.HeaderSeat: "seat-" + strings.ToLower(tag), mcp.HeaderUnit: "unit-" + strings.ToLower(tag)}
+}
+
+// rawBytesRefused: a call whose arguments are not UTF-8 is refused
+// invalid_argument, as a tool result.
+func rawBytesRefused(t *testing.T, s *Serve) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_work_items","arguments":{"query":"login` + "\xff\xfe" + `page"}}}`)
+	req, err := http.NewRequest(http.MethodPost, s.BaseURL+"/seat/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range seatHeaders(s, "raw") {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		Result json.RawMessage `json:"result"`
+	}
+	payload := raw
+	if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
+		payload = bytes.TrimSpace(raw[i+len("data: "):])
+	}
+	var res mcpgo.CallToolResult
+	if err := json.Unmarshal(payload, &rpc); err != nil || json.Unmarshal(rpc.Result, &res) != nil {
+		t.Fatalf("%d %s: not a tool result: %v", resp.StatusCode, raw, err)
+	}
+	obj, isRefusal := tools.RefusalOf(&res)
+	if msg, _ := obj["message"].(string); !isRefusal || obj["refused"] != "invalid_argument" || !strings.Contains(msg, "not valid UTF-8") {
+		t.Fatalf("raw bytes that are not UTF-8: %s", raw)
 	}
 }
 

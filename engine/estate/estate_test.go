@@ -309,24 +309,9 @@ func refusalJSON(t *testing.T, r *engine.Refusal) []byte {
 // refuses so, the last refusal is the answer, each node asked once.
 func TestCallsMoveOnRefusalsThatProveNothingRan(t *testing.T) {
 	_, url := broker(t)
-	var script struct {
-		sync.Mutex
-		first []byte // what the first node asked answers
-		every bool   // every node answers it
-		asked []string
-	}
-	var nodes []*dataNode
+	script := &refusalScript{}
 	for _, n := range []string{"n1", "n2", "n3"} {
-		n := n
-		nodes = append(nodes, startNode(t, url, &dataNode{name: n, answer: func([]byte) []byte {
-			script.Lock()
-			defer script.Unlock()
-			script.asked = append(script.asked, n)
-			if len(script.asked) == 1 || script.every {
-				return script.first
-			}
-			return []byte("ok")
-		}}))
+		startNode(t, url, &dataNode{name: n, answer: script.answerAs(n)})
 	}
 	var logs syncBuf
 	c := join(t, url, &logs)
@@ -348,18 +333,9 @@ func TestCallsMoveOnRefusalsThatProveNothingRan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			script.Lock()
-			script.first, script.every, script.asked = tc.first, false, nil
-			script.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			r, err := c.Call(ctx, estate.Call{Body: []byte("q"), Refusal: refusalOf})
-			if err != nil {
-				t.Fatal(err)
-			}
-			script.Lock()
-			asked := slices.Clone(script.asked)
-			script.Unlock()
+			script.set(tc.first, false)
+			r := callRefusable(t, c)
+			asked := script.askedNodes()
 			want, wantNode := string(tc.first), asked[0]
 			if tc.moves {
 				want = "ok"
@@ -381,18 +357,9 @@ func TestCallsMoveOnRefusalsThatProveNothingRan(t *testing.T) {
 	}
 
 	// Every node refuses stalled: the last refusal is the answer.
-	script.Lock()
-	script.first, script.every, script.asked = refusalJSON(t, engine.Refuse(engine.CodeStalled, "stalled.")), true, nil
-	script.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := c.Call(ctx, estate.Call{Body: []byte("q"), Refusal: refusalOf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	script.Lock()
-	asked := slices.Clone(script.asked)
-	script.Unlock()
+	script.set(refusalJSON(t, engine.Refuse(engine.CodeStalled, "stalled.")), true)
+	r := callRefusable(t, c)
+	asked := script.askedNodes()
 	slices.Sort(asked)
 	if !slices.Equal(asked, []string{"n1", "n2", "n3"}) {
 		t.Fatalf("asked %v, want each node once", asked)
@@ -400,6 +367,55 @@ func TestCallsMoveOnRefusalsThatProveNothingRan(t *testing.T) {
 	if ref := refusalOf(r.Body); ref == nil || ref.Code != engine.CodeStalled || r.Node == "" {
 		t.Fatalf("every node stalled: answered %q by %q, want a stalled refusal naming its node", r.Body, r.Node)
 	}
+}
+
+// refusalScript is what the nodes of TestCallsMoveOnRefusalsThatProveNothingRan
+// answer: the first node asked (or, with every, each) answers first, the
+// others "ok"; asked is the nodes in the order they were asked.
+type refusalScript struct {
+	sync.Mutex
+	first []byte // what the first node asked answers
+	every bool   // every node answers it
+	asked []string
+}
+
+// answerAs is node n's answer under the script.
+func (s *refusalScript) answerAs(n string) func([]byte) []byte {
+	return func([]byte) []byte {
+		s.Lock()
+		defer s.Unlock()
+		s.asked = append(s.asked, n)
+		if len(s.asked) == 1 || s.every {
+			return s.first
+		}
+		return []byte("ok")
+	}
+}
+
+// set starts a call's script afresh: nobody asked yet.
+func (s *refusalScript) set(first []byte, every bool) {
+	s.Lock()
+	s.first, s.every, s.asked = first, every, nil
+	s.Unlock()
+}
+
+func (s *refusalScript) askedNodes() []string {
+	s.Lock()
+	defer s.Unlock()
+	return slices.Clone(s.asked)
+}
+
+// callRefusable makes one call "q" through c, within ten seconds, whose
+// answers refusalOf reads as refusals.
+func callRefusable(t *testing.T, c *estate.Client) estate.Reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := c.Call(ctx, estate.Call{Body: []byte("q"), Refusal: refusalOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestUnansweredCallMovesOnlyWhenResendable: node a takes every call and

@@ -79,6 +79,32 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		clock = engine.SystemClock{}
 	}
 	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}}
+	logs, lastTime := s.readLogs(ctx, &a)
+	positions, err := s.readPositions(ctx, &a)
+	if err != nil {
+		return a, err
+	}
+	byNode := map[string]*NodeFigures{}
+	for _, p := range positions {
+		nf := byNode[p.Node]
+		if nf == nil {
+			nf = &NodeFigures{Node: p.Node}
+			byNode[p.Node] = nf
+		}
+		nf.Domains = append(nf.Domains, domainFigures(p, logs, lastTime, a.AskedAt))
+	}
+	for _, nf := range byNode {
+		sort.Slice(nf.Domains, func(i, j int) bool { return nf.Domains[i].Domain < nf.Domains[j].Domain })
+		a.Nodes = append(a.Nodes, *nf)
+	}
+	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
+	return a, nil
+}
+
+// readLogs reads each domain's log end, and the time of its last record,
+// into a's Logs. A log whose end cannot be read is not measured: the
+// answer weakens to consistent_prefix and its note names those logs.
+func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]LogFigures, map[engine.Domain]time.Time) {
 	logs := map[engine.Domain]LogFigures{}
 	lastTime := map[engine.Domain]time.Time{}
 	var unmeasured []string
@@ -112,6 +138,14 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		}
 		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
 	}
+	return logs, lastTime
+}
+
+// readPositions reads the register; when it cannot be read it falls back
+// on the register as this node last read it (Known), weakening a to
+// consistent_prefix and saying when that was, and with nothing to fall
+// back on refuses broker_unreachable.
+func (s *Status) readPositions(ctx context.Context, a *Answer) ([]Position, error) {
 	positions, err := ReadAll(ctx, s.KV)
 	if err != nil && s.Known != nil {
 		if known, at := s.Known(); len(known) > 0 {
@@ -121,45 +155,41 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		}
 	}
 	if err != nil {
-		return a, engine.Refuse(engine.CodeBrokerUnreachable, "the positions register (%s) cannot be read from this node's broker: %v. Retry once the broker answers, or ask another node.", Bucket, err)
+		return nil, engine.Refuse(engine.CodeBrokerUnreachable, "the positions register (%s) cannot be read from this node's broker: %v. Retry once the broker answers, or ask another node.", Bucket, err)
 	}
-	byNode := map[string]*NodeFigures{}
-	for _, p := range positions {
-		nf := byNode[p.Node]
-		if nf == nil {
-			nf = &NodeFigures{Node: p.Node}
-			byNode[p.Node] = nf
+	return positions, nil
+}
+
+// domainFigures is one position with its lag behind its log, where the
+// log's end was measured: in records, and in seconds where the log's last
+// record has a time (from the checkpoint's storing where the node stored
+// one before that record, else from that record to the asking). A
+// position in a generation the log has left gets no lag, only LeftGen.
+func domainFigures(p Position, logs map[engine.Domain]LogFigures, lastTime map[engine.Domain]time.Time, askedAt time.Time) DomainFigures {
+	df := DomainFigures{Position: p}
+	lf, ok := logs[p.Domain]
+	if !ok || !lf.Measured {
+		return df
+	}
+	if p.Generation != 0 && p.Generation < lf.Generation {
+		df.LeftGen = p.Generation
+		return df
+	}
+	lag := &engine.Lag{}
+	if lf.LastSeq > p.Seq {
+		lag.Seq = lf.LastSeq - p.Seq
+	}
+	if t, ok := lastTime[p.Domain]; ok {
+		secs := 0.0
+		if lag.Seq > 0 && !p.CheckpointStoredAt.IsZero() && t.After(p.CheckpointStoredAt) {
+			secs = t.Sub(p.CheckpointStoredAt).Seconds()
+		} else if lag.Seq > 0 {
+			secs = askedAt.Sub(t).Seconds()
 		}
-		df := DomainFigures{Position: p}
-		if lf, ok := logs[p.Domain]; ok && lf.Measured {
-			switch {
-			case p.Generation != 0 && p.Generation < lf.Generation:
-				df.LeftGen = p.Generation
-			default:
-				lag := &engine.Lag{}
-				if lf.LastSeq > p.Seq {
-					lag.Seq = lf.LastSeq - p.Seq
-				}
-				if t, ok := lastTime[p.Domain]; ok {
-					secs := 0.0
-					if lag.Seq > 0 && !p.CheckpointStoredAt.IsZero() && t.After(p.CheckpointStoredAt) {
-						secs = t.Sub(p.CheckpointStoredAt).Seconds()
-					} else if lag.Seq > 0 {
-						secs = a.AskedAt.Sub(t).Seconds()
-					}
-					lag.Seconds = &secs
-				}
-				df.Lag = lag
-			}
-		}
-		nf.Domains = append(nf.Domains, df)
+		lag.Seconds = &secs
 	}
-	for _, nf := range byNode {
-		sort.Slice(nf.Domains, func(i, j int) bool { return nf.Domains[i].Domain < nf.Domains[j].Domain })
-		a.Nodes = append(a.Nodes, *nf)
-	}
-	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
-	return a, nil
+	df.Lag = lag
+	return df
 }
 
 // ReadAll reads every position in the register.

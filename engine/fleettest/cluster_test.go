@@ -85,29 +85,7 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	key := iw.Item.Key
 	waitApplied(t, c, 3)
 
-	// Cut off a node that does not lead the tracker stream.
-	st, err := c.Node(0).Broker().JS.Stream(ctx, engine.StreamTracker)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil || info.Cluster == nil {
-		t.Fatalf("stream info: %+v %v", info, err)
-	}
-	victim := 2
-	if info.Cluster.Leader == c.Config(victim).Name {
-		victim = 1
-	}
-	t0 := time.Now()
-	c.Isolate(victim)
-	// Wait until the cut node's broker has noticed it is alone.
-	enginetest.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
-		if n := c.Node(victim).Broker().Server.NumRoutes(); n != 0 {
-			return fmt.Errorf("n%d still has %d routes", victim+1, n)
-		}
-		return nil
-	})
-	t.Logf("isolated n%d (the leader is %s) after %v", victim+1, info.Cluster.Leader, time.Since(t0))
+	victim, t0 := isolateFollower(t, c)
 	title := "from the minority"
 	opID := mintOpID(t)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -154,6 +132,36 @@ func TestMinorityWriteNeverApplied(t *testing.T) {
 	if n := countOp(t, c.Node(0), again.OpID); n != 1 {
 		t.Fatalf("op %s is on the log %d times after its retry", again.OpID, n)
 	}
+}
+
+// isolateFollower cuts off a node that does not lead the tracker stream
+// and waits until its broker has noticed it is alone. It returns the node
+// and when it was cut.
+func isolateFollower(t *testing.T, c *fleettest.Cluster) (int, time.Time) {
+	ctx := context.Background()
+	st, err := c.Node(0).Broker().JS.Stream(ctx, engine.StreamTracker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil || info.Cluster == nil {
+		t.Fatalf("stream info: %+v %v", info, err)
+	}
+	victim := 2
+	if info.Cluster.Leader == c.Config(victim).Name {
+		victim = 1
+	}
+	t0 := time.Now()
+	c.Isolate(victim)
+	// Wait until the cut node's broker has noticed it is alone.
+	enginetest.CheckFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		if n := c.Node(victim).Broker().Server.NumRoutes(); n != 0 {
+			return fmt.Errorf("n%d still has %d routes", victim+1, n)
+		}
+		return nil
+	})
+	t.Logf("isolated n%d (the leader is %s) after %v", victim+1, info.Cluster.Leader, time.Since(t0))
+	return victim, t0
 }
 
 // mintOpID is a key minted by the client before its first attempt.

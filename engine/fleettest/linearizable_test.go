@@ -56,6 +56,10 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
+// runNemesis is one seeded run: clients read and update three items on
+// every node while the nemesis injects faults for dur, then the fleet
+// heals and converges, and the history is checked for linearizability
+// against the log.
 func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	t.Logf("seed %d (rerun: go test ./engine/fleettest -run TestLinearizableUnderFaults -seed %d)", seed, seed)
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
@@ -65,19 +69,7 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	origin := time.Now()
 	now := func() int64 { return int64(time.Since(origin)) }
 	var hist fleettest.History
-
-	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "LIN", "Linearizability")
-	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
-	var keys []string
-	for i := 0; i < 3; i++ {
-		call := now()
-		iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "LIN", Title: "start"})
-		if err != nil || iw.Outcome != engine.Applied {
-			t.Fatalf("create item: %+v %v", iw, err)
-		}
-		keys = append(keys, iw.Item.Key)
-		hist.Add(fleettest.HistOp{In: fleettest.OpInput{Key: iw.Item.Key, Kind: fleettest.OpCreate}, Out: fleettest.OpOutput{Version: iw.Item.Version}, Call: call, Ret: now(), Outcome: "applied"})
-	}
+	keys := seedItems(t, c, now, &hist)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -101,7 +93,46 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	close(stop)
 	wg.Wait()
 	end := now()
+	converge := awaitConverged(t, c, healed)
 
+	// Resolve every write from the quiesced log, by op id.
+	msgs, err := fleettest.ReadLog(ctx, c.Node(0).Log(engine.DomainTracker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := fleettest.Landed(msgs)
+	v := fleettest.Check(&hist, landed, end, 2*time.Minute)
+	for _, p := range v.Problems {
+		t.Error(p)
+	}
+	acknowledgedEverywhere(t, c, &hist)
+	report(t, seed, nem, v, converge)
+}
+
+// seedItems files the LIN project and its three items through n1, each
+// create in the history, and returns their keys.
+func seedItems(t *testing.T, c *fleettest.Cluster, now func() int64, hist *fleettest.History) []string {
+	ctx := context.Background()
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "LIN", "Linearizability")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
+	var keys []string
+	for i := 0; i < 3; i++ {
+		call := now()
+		iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "LIN", Title: "start"})
+		if err != nil || iw.Outcome != engine.Applied {
+			t.Fatalf("create item: %+v %v", iw, err)
+		}
+		keys = append(keys, iw.Item.Key)
+		hist.Add(fleettest.HistOp{In: fleettest.OpInput{Key: iw.Item.Key, Kind: fleettest.OpCreate}, Out: fleettest.OpOutput{Version: iw.Item.Version}, Call: call, Ret: now(), Outcome: "applied"})
+	}
+	return keys
+}
+
+// awaitConverged waits, up to 90 seconds, for every node to hold the same
+// rows after the heal, saying so every ten seconds; it returns how long
+// that took.
+func awaitConverged(t *testing.T, c *fleettest.Cluster, healed time.Time) time.Duration {
+	ctx := context.Background()
 	var convergeErr error
 	deadline := time.Now().Add(90 * time.Second)
 	lastSaid := time.Now()
@@ -119,18 +150,12 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	if convergeErr != nil {
 		t.Fatalf("not converged %v after the heal: %v", converge, convergeErr)
 	}
+	return converge
+}
 
-	// Resolve every write from the quiesced log, by op id.
-	msgs, err := fleettest.ReadLog(ctx, c.Node(0).Log(engine.DomainTracker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	landed := fleettest.Landed(msgs)
-	v := fleettest.Check(&hist, landed, end, 2*time.Minute)
-	for _, p := range v.Problems {
-		t.Error(p)
-	}
-	// Every applied or pending write is applied on every node.
+// acknowledgedEverywhere: every applied or pending write is applied on
+// every node, its ledger row there exactly once.
+func acknowledgedEverywhere(t *testing.T, c *fleettest.Cluster, hist *fleettest.History) {
 	for i := 0; i < c.Size(); i++ {
 		for _, h := range hist.Ops() {
 			if h.In.Kind != fleettest.OpUpdate || (h.Outcome != "applied" && h.Outcome != "pending") {
@@ -146,6 +171,12 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 			}
 		}
 	}
+}
+
+// report logs what the run injected and what the checker found, and
+// fails a run that is not linearizable (writing porcupine's picture of
+// it) or that did nothing.
+func report(t *testing.T, seed int64, nem *fleettest.Nemesis, v fleettest.Verdict, converge time.Duration) {
 	faults, failed := nem.Counts()
 	total := 0
 	var fk []string
@@ -156,7 +187,7 @@ func runNemesis(t *testing.T, seed int64, dur time.Duration) {
 	sort.Strings(fk)
 	t.Logf("seed %d: faults injected and survived %d (%s; restarts retried %d); %s; converged %v after the heal",
 		seed, total, strings.Join(fk, " "), len(failed), v, converge.Round(time.Millisecond))
-	// Errors without a code are counted as unknown writes above; their
+	// Errors without a code are counted as unknown writes by Check; their
 	// texts say what the engine answered instead of a refusal.
 	for text, n := range v.ErrTexts {
 		t.Logf("seed %d: %d× error without a code: %s", seed, n, text)

@@ -31,8 +31,16 @@ func TestPositionsRegister(t *testing.T) {
 			cfg.HeartbeatInterval = time.Second
 		}
 	}})
-	ctx := context.Background()
+	registerEntersAtZero(t, c)
+	beatsPublishFigures(t, c)
+	stoppedNodeStaysCounted(t, c)
+	cutOffAnswerWeakens(t, c)
+}
 
+// registerEntersAtZero: n3 restarted enters the register at position zero
+// before its first beat.
+func registerEntersAtZero(t *testing.T, c *fleettest.Cluster) {
+	ctx := context.Background()
 	// n3 restarted enters the register at zero before its first beat:
 	// the oldest entry its new process wrote is position zero.
 	c.Stop(2)
@@ -63,7 +71,13 @@ func TestPositionsRegister(t *testing.T) {
 	if first.Seq != 0 || first.AppliedThrough != 0 || !first.BeatAt.IsZero() || first.StartedAt.IsZero() {
 		t.Fatalf("n3 entered the register at %+v, want position zero before its first beat", first)
 	}
+}
 
+// beatsPublishFigures: after six writes, every node's beat publishes its
+// checkpoint's figures, and the retention answer names all three at no
+// lag.
+func beatsPublishFigures(t *testing.T, c *fleettest.Cluster) {
+	ctx := context.Background()
 	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering")
 	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
 	for i := 0; i < 5; i++ {
@@ -91,7 +105,12 @@ func TestPositionsRegister(t *testing.T) {
 		}
 		return nil
 	})
+}
 
+// stoppedNodeStaysCounted: a stopped node keeps its place, at its last
+// position, and lags; it is started again after.
+func stoppedNodeStaysCounted(t *testing.T, c *fleettest.Cluster) {
+	ctx := context.Background()
 	// A stopped node keeps its place, at its last position, and lags.
 	c.Stop(2)
 	iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "after"})
@@ -114,7 +133,12 @@ func TestPositionsRegister(t *testing.T) {
 	if err := c.Start(2); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// cutOffAnswerWeakens: n3 cut off from the log's end answers at
+// consistent_prefix with a note, naming every node with no lag.
+func cutOffAnswerWeakens(t *testing.T, c *fleettest.Cluster) {
+	ctx := context.Background()
 	// Cut off, n3 cannot read the log's end: the answer weakens.
 	enginetest.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
 		if k, _ := c.Node(2).Register().Known(); len(k) != 6 { // 3 nodes × 2 domains

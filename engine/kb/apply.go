@@ -155,105 +155,136 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	ts := at.Time.UnixNano()
 	switch rec.Kind {
 	case KindCreateSpace:
-		var p createSpace
-		if json.Unmarshal(rec.Payload, &p) != nil {
-			return nil // undecodable payload of a known kind: moot
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO kb_spaces(key, name, version, created_at, updated_at) VALUES(?,?,?,?,?)
-			ON CONFLICT(key) DO NOTHING`, p.Key, p.Name, at.Seq, ts, ts)
-		return err
+		return applyCreateSpace(ctx, tx, rec, at.Seq, ts)
 	case KindUpdateSpace:
-		var p updateSpace
-		if json.Unmarshal(rec.Payload, &p) != nil {
-			return nil
-		}
-		if p.Editing != nil && *p.Editing != EditingOpen && *p.Editing != EditingLocked {
-			p.Editing = nil
-		}
-		settings := p.PageTemplate != nil || p.Editing != nil
-		_, err := tx.ExecContext(ctx, `UPDATE kb_spaces SET name = coalesce(?, name), page_template = coalesce(?, page_template),
-			editing = coalesce(?, editing), version = ?, settings_through = CASE WHEN ? THEN ? ELSE settings_through END, updated_at = ?
-			WHERE key = ?`, p.Name, p.PageTemplate, p.Editing, at.Seq, settings, at.Seq, ts, p.Key)
-		return err
+		return applyUpdateSpace(ctx, tx, rec, at.Seq, ts)
 	case KindCreatePage:
-		var p createPage
-		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
-			// A page record names its page by its subject, which is what the
-			// deletion gate holds; one naming another page is moot.
-			return nil
-		}
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM kb_spaces WHERE key = ?`, p.Space).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		parent, err := liveParent(ctx, tx, p.Space, p.Parent)
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO kb_pages(n, id, space, parent, title, body, version, created_at, updated_at)
-			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`, at.Seq, p.ID, p.Space, parent, p.Title, p.Body, at.Seq, ts, ts)
-		return err
+		return applyCreatePage(ctx, tx, rec, at.Seq, ts)
 	case KindUpdatePage:
-		var p updatePage
-		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
-			return nil
-		}
-		var space, parent string
-		err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if p.Parent != nil && *p.Parent != parent {
-			ok, err := canMove(ctx, tx, space, p.ID, *p.Parent)
-			if err != nil {
-				return err
-			}
-			if ok {
-				parent = *p.Parent
-			}
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE kb_pages SET title = coalesce(?, title), body = coalesce(?, body), parent = ?,
-			version = ?, updated_at = ? WHERE id = ?`, p.Title, p.Body, parent, at.Seq, ts, p.ID)
-		return err
+		return applyUpdatePage(ctx, tx, rec, at.Seq, ts)
 	case KindPurgePage:
-		var p purgePage
-		if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
-			return nil
-		}
-		var space, parent string
-		err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		// The marker is written whether or not the page is here: it is
-		// what holds every later record about the page, on every node.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO kb_purged(id, space, parent, seq, purged_at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
-			p.ID, space, parent, at.Seq, ts); err != nil {
-			return err
-		}
-		if space == "" {
-			return nil
-		}
-		// The children are re-filed where the page stood, never orphaned.
-		// They are not what the record is about, so their version stays and
-		// scoped_through carries the purge.
-		if _, err := tx.ExecContext(ctx, `UPDATE kb_pages SET parent = ?, scoped_through = ? WHERE space = ? AND parent = ?`,
-			parent, at.Seq, space, p.ID); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM kb_pages WHERE id = ?`, p.ID)
-		return err
+		return applyPurgePage(ctx, tx, rec, at.Seq, ts)
 	}
 	// A kind this build does not know, at a format version it claims to
 	// read: apply nothing rather than guess.
 	return nil
+}
+
+// applyCreateSpace files a space; a key already filed keeps its first row.
+func applyCreateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
+	var p createSpace
+	if json.Unmarshal(rec.Payload, &p) != nil {
+		return nil // undecodable payload of a known kind: moot
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO kb_spaces(key, name, version, created_at, updated_at) VALUES(?,?,?,?,?)
+			ON CONFLICT(key) DO NOTHING`, p.Key, p.Name, seq, ts, ts)
+	return err
+}
+
+// applyUpdateSpace changes a space's name and settings; an editing mode
+// this build does not know is not taken. settings_through moves only when
+// a setting is in the record.
+func applyUpdateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
+	var p updateSpace
+	if json.Unmarshal(rec.Payload, &p) != nil {
+		return nil
+	}
+	if p.Editing != nil && *p.Editing != EditingOpen && *p.Editing != EditingLocked {
+		p.Editing = nil
+	}
+	settings := p.PageTemplate != nil || p.Editing != nil
+	_, err := tx.ExecContext(ctx, `UPDATE kb_spaces SET name = coalesce(?, name), page_template = coalesce(?, page_template),
+			editing = coalesce(?, editing), version = ?, settings_through = CASE WHEN ? THEN ? ELSE settings_through END, updated_at = ?
+			WHERE key = ?`, p.Name, p.PageTemplate, p.Editing, seq, settings, seq, ts, p.Key)
+	return err
+}
+
+// applyCreatePage files a page in its space, under its parent while that
+// still exists (liveParent); a space that is gone makes it moot.
+func applyCreatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
+	var p createPage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+		// A page record names its page by its subject, which is what the
+		// deletion gate holds; one naming another page is moot.
+		return nil
+	}
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM kb_spaces WHERE key = ?`, p.Space).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parent, err := liveParent(ctx, tx, p.Space, p.Parent)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO kb_pages(n, id, space, parent, title, body, version, created_at, updated_at)
+			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`, seq, p.ID, p.Space, parent, p.Title, p.Body, seq, ts, ts)
+	return err
+}
+
+// applyUpdatePage changes a page's title and body, and its parent where
+// the move is still possible here (canMove): a move that is not keeps the
+// page where it is.
+func applyUpdatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
+	var p updatePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+		return nil
+	}
+	var space, parent string
+	err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.Parent != nil && *p.Parent != parent {
+		ok, err := canMove(ctx, tx, space, p.ID, *p.Parent)
+		if err != nil {
+			return err
+		}
+		if ok {
+			parent = *p.Parent
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE kb_pages SET title = coalesce(?, title), body = coalesce(?, body), parent = ?,
+			version = ?, updated_at = ? WHERE id = ?`, p.Title, p.Body, parent, seq, ts, p.ID)
+	return err
+}
+
+// applyPurgePage writes the purge marker, re-files the page's children
+// where it stood and deletes its row.
+func applyPurgePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
+	var p purgePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+		return nil
+	}
+	var space, parent string
+	err := tx.QueryRowContext(ctx, `SELECT space, parent FROM kb_pages WHERE id = ?`, p.ID).Scan(&space, &parent)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	// The marker is written whether or not the page is here: it is
+	// what holds every later record about the page, on every node.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO kb_purged(id, space, parent, seq, purged_at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
+		p.ID, space, parent, seq, ts); err != nil {
+		return err
+	}
+	if space == "" {
+		return nil
+	}
+	// The children are re-filed where the page stood, never orphaned.
+	// They are not what the record is about, so their version stays and
+	// scoped_through carries the purge.
+	if _, err := tx.ExecContext(ctx, `UPDATE kb_pages SET parent = ?, scoped_through = ? WHERE space = ? AND parent = ?`,
+		parent, seq, space, p.ID); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM kb_pages WHERE id = ?`, p.ID)
+	return err
 }
 
 // liveParent is the parent a new page is filed under: the one it names

@@ -25,6 +25,16 @@ import (
 // and pagination.
 func TestSpacesAndPagesCRUD(t *testing.T) {
 	n, svc := openNode(t, node.Config{})
+	spaceCRUD(t, svc)
+	pg := createPageRetried(t, n, svc)
+	child := mustPage(t, svc, "DOCS", pg.ID, "Restarting a node", "Stop it, then start it.")
+	pageUpdateAndStale(t, n, svc, pg, child)
+	pageListings(t, svc, pg, child)
+}
+
+// spaceCRUD files DOCS, refuses a second DOCS, sets its page template and
+// refuses an update against the version before that.
+func spaceCRUD(t *testing.T, svc *kb.Service) {
 	sp := mustSpace(t, svc, "DOCS")
 	if sp.Name != "DOCS space" || sp.Editing != kb.EditingOpen || sp.Version == 0 {
 		t.Fatalf("space %+v", sp)
@@ -39,7 +49,11 @@ func TestSpacesAndPagesCRUD(t *testing.T) {
 	if _, err := svc.UpdateSpace(bg, engine.WriteOptions{}, "DOCS", sp.Version, kb.SpacePatch{Name: ptr("x")}); engine.CodeOf(err) != engine.CodeStale {
 		t.Fatalf("stale space update: %v", err)
 	}
+}
 
+// createPageRetried creates a page from the space's template and creates
+// it again under the same operation: the first copy's page, one row.
+func createPageRetried(t *testing.T, n *node.Node, svc *kb.Service) kb.Page {
 	w, err := svc.CreatePage(bg, engine.WriteOptions{}, kb.NewPage{Space: "DOCS", Title: "Runbook"})
 	if err != nil || w.Outcome != engine.Applied || w.Page == nil {
 		t.Fatalf("create: %+v %v", w, err)
@@ -56,8 +70,12 @@ func TestSpacesAndPagesCRUD(t *testing.T) {
 	if c := count(t, n, `SELECT count(*) FROM kb_pages`); c != 1 {
 		t.Fatalf("%d pages after a retried create", c)
 	}
-	child := mustPage(t, svc, "DOCS", pg.ID, "Restarting a node", "Stop it, then start it.")
+	return pg
+}
 
+// pageUpdateAndStale reads pg's child, updates it against its version,
+// then refuses an update against the version before, publishing nothing.
+func pageUpdateAndStale(t *testing.T, n *node.Node, svc *kb.Service, pg, child kb.Page) {
 	got := mustGet(t, svc, child.ID)
 	if got.Parent != pg.ID || got.Body != "Stop it, then start it." {
 		t.Fatalf("get: %+v", got)
@@ -75,7 +93,11 @@ func TestSpacesAndPagesCRUD(t *testing.T) {
 	if lastSeq(t, n) != before {
 		t.Fatal("a stale update published")
 	}
+}
 
+// pageListings adds five top-level pages and lists the space three at a
+// time in creation order, its top level, pg's children and the spaces.
+func pageListings(t *testing.T, svc *kb.Service, pg, child kb.Page) {
 	for i := 0; i < 5; i++ {
 		mustPage(t, svc, "DOCS", "", "Filler", "")
 	}
@@ -202,7 +224,17 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 	if g := mustGet(t, svc, grand.ID); g.Parent != c1.ID || g.ScopedThrough == purgeSeq {
 		t.Fatalf("grandchild %+v", g)
 	}
-	_, err = svc.GetPage(bg, lin(), doomed.ID)
+	purgedPageGone(t, n, svc, pw, doomed)
+	staleRecordsGated(t, n, rec, doomed)
+	payloadsNamingItApplyNowhere(t, n, svc, doomed)
+}
+
+// purgedPageGone: the purged page reads deleted and is not found by
+// search; the purge retried is answered from the ledger, and fresh writes
+// about the page are refused deleted, publishing nothing.
+func purgedPageGone(t *testing.T, n *node.Node, svc *kb.Service, pw kb.PurgeWrite, doomed kb.Page) {
+	purgeSeq := seqOf(t, pw.Position)
+	_, err := svc.GetPage(bg, lin(), doomed.ID)
 	if r := refusedWith(t, err, engine.CodeDeleted, "purged"); r.Position == nil || r.Position.Seq != purgeSeq {
 		t.Fatalf("deleted refusal names %v, want the purge at %d", r.Position, purgeSeq)
 	}
@@ -223,7 +255,12 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 	if lastSeq(t, n) != before {
 		t.Fatal("a write about a purged page published")
 	}
+}
 
+// staleRecordsGated: records about the purged page decided before the
+// purge land after it and are held by the deletion gate, with their
+// statelog_gated row and log lines.
+func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doomed kb.Page) {
 	// A stale writer that decided before the purge publishes after it: a
 	// resurrecting update and a create under the purged page.
 	staleSeq := publishRaw(t, n, "n2", kb.KindUpdatePage, pageSubject(doomed.ID), []string{"space:DOCS", "page:" + doomed.ID},
@@ -259,7 +296,11 @@ func TestPurgeRefilesChildrenAndGatesLaterRecords(t *testing.T) {
 	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
 		t.Fatal("the purged page came back")
 	}
+}
 
+// payloadsNamingItApplyNowhere: records on other subjects that name the
+// purged page in their payload neither bring it back nor file under it.
+func payloadsNamingItApplyNowhere(t *testing.T, n *node.Node, svc *kb.Service, doomed kb.Page) {
 	// A record on another subject naming the purged page in its payload
 	// (a buggy or hostile writer) does not bring it back either.
 	publishRaw(t, n, "n2", kb.KindCreatePage, pageSubject("pg_0000000000000000000000000000cafe"), nil,

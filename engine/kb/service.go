@@ -387,28 +387,12 @@ func (s *Service) GetPage(ctx context.Context, r engine.ReadOptions, id string) 
 // ListPages lists a space's pages in creation order, a page at a time:
 // the whole space, its top-level pages, or one page's children.
 func (s *Service) ListPages(ctx context.Context, r engine.ReadOptions, f PageFilter) (PageList, error) {
-	if err := checkSpaceKey("space", f.Space); err != nil {
+	if err := checkPageFilter(&f); err != nil {
 		return PageList{}, err
 	}
-	if f.Parent != nil && *f.Parent != "" {
-		if err := checkPageID("parent", *f.Parent); err != nil {
-			return PageList{}, err
-		}
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return PageList{}, invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
-	}
-	var after int64
-	if f.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		n, perr := strconv.ParseInt(strings.TrimPrefix(string(raw), "n:"), 10, 64)
-		if err != nil || perr != nil || !strings.HasPrefix(string(raw), "n:") || n < 0 {
-			return PageList{}, invalid("cursor %q is not one a previous page returned; start again without it.", f.Cursor)
-		}
-		after = n
+	after, err := pageCursor(f.Cursor)
+	if err != nil {
+		return PageList{}, err
 	}
 	out := PageList{Pages: []PageSummary{}}
 	var lastN int64
@@ -467,6 +451,40 @@ func (s *Service) ListPages(ctx context.Context, r engine.ReadOptions, f PageFil
 		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("n:" + strconv.FormatInt(lastN, 10)))
 	}
 	return out, err
+}
+
+// checkPageFilter refuses a malformed filter before anything is read, and
+// fills the default page size.
+func checkPageFilter(f *PageFilter) error {
+	if err := checkSpaceKey("space", f.Space); err != nil {
+		return err
+	}
+	if f.Parent != nil && *f.Parent != "" {
+		if err := checkPageID("parent", *f.Parent); err != nil {
+			return err
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
+	}
+	return nil
+}
+
+// pageCursor decodes a list cursor, "n:" and the creation number of the
+// last page the previous list returned; no cursor starts at the first.
+func pageCursor(cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	n, perr := strconv.ParseInt(strings.TrimPrefix(string(raw), "n:"), 10, 64)
+	if err != nil || perr != nil || !strings.HasPrefix(string(raw), "n:") || n < 0 {
+		return 0, invalid("cursor %q is not one a previous page returned; start again without it.", cursor)
+	}
+	return n, nil
 }
 
 // UpdatePage changes a page's title or body, or moves it under another

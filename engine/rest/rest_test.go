@@ -164,8 +164,19 @@ func q(k, v string) string { return k + "=" + url.QueryEscape(v) }
 func TestReadGrammar(t *testing.T) {
 	r := newRig(t, node.Config{})
 	one, _ := seed(t, r.n)
+	t.Run("defaults", func(t *testing.T) { grammarDefaults(t, r, one) })
+	t.Run("levels", func(t *testing.T) { grammarLevels(t, r) })
+	t.Run("session", func(t *testing.T) { grammarSession(t, r, one) })
+	t.Run("lag bounds", func(t *testing.T) { grammarLagBounds(t, r, one) })
+	t.Run("min_position", func(t *testing.T) { grammarMinPosition(t, r, one) })
+	t.Run("strict parsing", func(t *testing.T) { grammarStrictParsing(t, r) })
+	t.Run("route keys", func(t *testing.T) { grammarRouteKeys(t, r) })
+	t.Run("read only", func(t *testing.T) { grammarReadOnly(t, r) })
+}
 
-	// stale by default, lag reported; the same JSON as get_work_item.
+// grammarDefaults: stale by default, lag reported; the same JSON as
+// get_work_item.
+func grammarDefaults(t *testing.T, r *rig, one tracker.ItemWrite) {
 	a := r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
 	if it := a.body["item"].(map[string]any); it["key"] != "ENG-1" || it["title"] != "first" || it["version"] == nil {
 		t.Fatalf("item: %s", a.raw)
@@ -179,8 +190,11 @@ func TestReadGrammar(t *testing.T) {
 	}
 	r.get("/api/v1/projects").served(t, engine.Stale)
 	r.get("/api/v1/work-items", q("project", "ENG")).served(t, engine.Stale)
+}
 
-	// Each level is served as asked, and says so.
+// grammarLevels: each level is served as asked, and says so; a
+// linearizable read appends a barrier.
+func grammarLevels(t *testing.T, r *rig) {
 	for _, l := range []engine.ReadLevel{engine.Linearizable, engine.Stale, engine.ConsistentPrefix} {
 		a := r.get("/api/v1/work-items", q("project", "ENG"), q("read_level", string(l))).served(t, l)
 		if _, hasLag := a.body["lag"]; hasLag == (l == engine.ConsistentPrefix) {
@@ -192,10 +206,12 @@ func TestReadGrammar(t *testing.T) {
 	if r.n.Replica(engine.DomainTracker).BarrierAppends() == before {
 		t.Fatal("a linearizable read appended no barrier")
 	}
+}
 
-	// session only beside min_position, refused otherwise naming the key
-	// and the two honest asks.
-	a = r.get("/api/v1/projects", q("read_level", "session")).refused(t, engine.CodeInvalidArgument).key(t, "min_position")
+// grammarSession: session only beside min_position, refused otherwise
+// naming the key and the two honest asks.
+func grammarSession(t *testing.T, r *rig, one tracker.ItemWrite) {
+	a := r.get("/api/v1/projects", q("read_level", "session")).refused(t, engine.CodeInvalidArgument).key(t, "min_position")
 	if msg := a.body["message"].(string); !strings.Contains(msg, "linearizable") || !strings.Contains(msg, "stale with max_lag_seq") {
 		t.Fatalf("session refusal names no alternatives: %s", msg)
 	}
@@ -203,17 +219,22 @@ func TestReadGrammar(t *testing.T) {
 	if want, _ := engine.ParsePosition(one.Position); seen(t, a) < want.Seq {
 		t.Fatalf("session served from before min_position: %s", a.raw)
 	}
+}
 
-	// max_lag_* refused at every level but stale; a zero bound is no bound.
+// grammarLagBounds: max_lag_* refused at every level but stale; a zero
+// bound is no bound.
+func grammarLagBounds(t *testing.T, r *rig, one tracker.ItemWrite) {
 	r.get("/api/v1/projects", q("read_level", "linearizable"), q("max_lag_seq", "250")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seq")
 	r.get("/api/v1/projects", q("read_level", "consistent_prefix"), q("max_lag_seconds", "2")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seconds")
 	r.get("/api/v1/projects", q("read_level", "session"), q("min_position", one.Position), q("max_lag_seq", "3")).refused(t, engine.CodeInvalidArgument).key(t, "max_lag_seq")
 	r.get("/api/v1/projects", q("max_lag_seq", "250"), q("max_lag_seconds", "1.5")).served(t, engine.Stale)
 	r.get("/api/v1/projects", q("read_level", "linearizable"), q("max_lag_seq", "0")).served(t, engine.Linearizable)
 	r.get("/api/v1/projects", q("read_level", "consistent_prefix"), q("max_lag_seconds", "0")).served(t, engine.ConsistentPrefix)
+}
 
-	// min_position is honoured at every level; another domain's log is
-	// wrong_stream at every level.
+// grammarMinPosition: min_position is honoured at every level; another
+// domain's log is wrong_stream at every level.
+func grammarMinPosition(t *testing.T, r *rig, one tracker.ItemWrite) {
 	for _, l := range []string{"linearizable", "session", "stale", "consistent_prefix"} {
 		r.get("/api/v1/work-items/ENG-1", q("read_level", l), q("min_position", one.Position)).served(t, engine.ReadLevel(l))
 		r.get("/api/v1/work-items/ENG-1", q("read_level", l), q("min_position", engine.StreamPages+"@1:1")).refused(t, engine.CodeWrongStream)
@@ -229,8 +250,11 @@ func TestReadGrammar(t *testing.T) {
 			t.Fatalf("behind names no position: %s", a.raw)
 		}
 	}
+}
 
-	// Strict parsing.
+// grammarStrictParsing: strict parsing; a malformed value or key is
+// refused, naming the key.
+func grammarStrictParsing(t *testing.T, r *rig) {
 	for _, bad := range []string{"CREWLET_TRACKER_LOG@1:01", "CREWLET_TRACKER_LOG@0:1", "crewlet_tracker_log@1:1", "CREWLET_TRACKER_LOG:1",
 		" CREWLET_TRACKER_LOG@1:1", "CREWLET_TRACKER_LOG@1:-1", "CREWLET_TRACKER_LOG@1:1x", "@1:1", "CREWLET_TRACKER_LOG@1:"} {
 		r.get("/api/v1/projects", q("min_position", bad)).refused(t, engine.CodeInvalidArgument).key(t, "min_position")
@@ -247,9 +271,12 @@ func TestReadGrammar(t *testing.T) {
 	r.get("/api/v1/projects", "read_level=stale", "read_level=linearizable").refused(t, engine.CodeInvalidArgument).key(t, "read_level")
 	r.get("/api/v1/projects", "read_level=").refused(t, engine.CodeInvalidArgument).key(t, "read_level")
 	r.get("/api/v1/projects", "%zz").refused(t, engine.CodeInvalidArgument)
+}
 
-	// The route's own keys.
-	a = r.get("/api/v1/work-items", q("project", "ENG"), q("limit", "1")).served(t, engine.Stale)
+// grammarRouteKeys: the list route's own keys, paging and filters, and
+// the routes' refusals.
+func grammarRouteKeys(t *testing.T, r *rig) {
+	a := r.get("/api/v1/work-items", q("project", "ENG"), q("limit", "1")).served(t, engine.Stale)
 	cur, _ := a.body["next_cursor"].(string)
 	if items := a.body["items"].([]any); len(items) != 1 || cur == "" {
 		t.Fatalf("page one: %s", a.raw)
@@ -272,7 +299,10 @@ func TestReadGrammar(t *testing.T) {
 	r.get("/api/v1/work-items/ENG-99").refused(t, engine.CodeNotFound)
 	r.get("/api/v1/work-items/eng-1").refused(t, engine.CodeInvalidArgument)
 	r.get("/api/v1/nothing-here").refused(t, engine.CodeNotFound)
+}
 
+// grammarReadOnly: the read routes answer no POST.
+func grammarReadOnly(t *testing.T, r *rig) {
 	resp, err := http.Post(r.srv.URL+"/api/v1/projects", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

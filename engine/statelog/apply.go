@@ -185,14 +185,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	if applied == 0 {
 		return cp, 0, used, 0, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
-		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
+	if err := r.storeCheckpoint(ctx, tx, cp); err != nil {
 		return cp, 0, 0, 0, err
-	}
-	if r.cfg.BeforeCommit != nil {
-		if err := r.cfg.BeforeCommit(tx, cp.Seq); err != nil {
-			return cp, 0, 0, 0, err
-		}
 	}
 	// Counted before the commit, so no read can see the retained rows
 	// without being told to look for them.
@@ -203,6 +197,30 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		r.scopeUnknown.Add(-int64(unknown))
 		return cp, 0, 0, 0, err
 	}
+	r.afterCommit(ctx, gated)
+	return cp, applied, used, rows, nil
+}
+
+// storeCheckpoint writes the batch's checkpoint in its transaction, then
+// runs Config.BeforeCommit on that transaction: the checkpoint and the
+// rows it covers are what the hook sees.
+func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
+		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
+		return err
+	}
+	if r.cfg.BeforeCommit != nil {
+		if err := r.cfg.BeforeCommit(tx, cp.Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterCommit does what waits for a batch's commit: the node gates are
+// read again where the batch changed them, and each record a gate dropped
+// gets its log line.
+func (r *Replica) afterCommit(ctx context.Context, gated []gatedLine) {
 	if r.gateChanged.Swap(false) {
 		if err := r.loadEvicted(ctx); err != nil {
 			r.log.Warn("statelog_node_gate_unread", engine.LogErr, err.Error())
@@ -214,7 +232,6 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		r.log.Warn(engine.EvRecordGated, engine.LogPosition, r.Position(g.seq).Token(), "kind", g.kind,
 			engine.LogWriter, g.writer, engine.LogGate, g.gate, engine.LogOpID, g.opID)
 	}
-	return cp, applied, used, rows, nil
 }
 
 // fillGap applies, inside the batch's transaction, every record between

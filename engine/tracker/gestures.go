@@ -148,65 +148,14 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
-	resolveEdges := func(es []Edge) ([]edgeRef, error) {
-		out := make([]edgeRef, 0, len(es))
-		for _, e := range es {
-			oid, err := s.lookup(ctx, e.Key)
-			if err != nil {
-				return nil, err
-			}
-			if oid == id {
-				return nil, invalid("%s cannot have an edge to itself.", key)
-			}
-			out = append(out, edgeRef{Kind: e.Kind, Other: oid})
-		}
-		return out, nil
-	}
-	adds, err := resolveEdges(p.AddEdges)
+	rp, err := s.resolvePatch(ctx, key, id, p)
 	if err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 	}
-	removes, err := resolveEdges(p.RemoveEdges)
-	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
-	}
-	var parent *string
-	if p.Parent != nil {
-		pid := ""
-		if *p.Parent != "" {
-			if pid, err = s.lookup(ctx, *p.Parent); err != nil {
-				return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
-			}
-		}
-		parent = &pid
-	}
+	adds, removes := rp.adds, rp.removes
 	wk := s.newWalk(op)
 	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		it, err := s.loadItem(ctx, tx, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, notFoundItem(key)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ifMatch != 0 && it.Version != ifMatch {
-			ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
-			return nil, ref.With("current_version", it.Version)
-		}
-		scope := []string{"item:" + id}
-		if parent != nil && *parent != "" {
-			if err := checkNoCycle(ctx, tx, id, *parent); err != nil {
-				return nil, err
-			}
-			scope = append(scope, "item:"+*parent)
-		}
-		for _, e := range append(slices.Clone(adds), removes...) {
-			scope = append(scope, "item:"+e.Other)
-		}
-		return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope,
-			Payload: updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: p.Status, Assignee: p.Assignee,
-				Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
-				RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: adds, RemoveEdges: removes}}, nil
+		return s.decideUpdate(ctx, tx, key, id, ifMatch, p, rp)
 	})
 	if !ok || len(adds)+len(removes) == 0 {
 		if len(wk.wk.Steps) == 1 && err == nil && wk.wk.Outcome == engine.Applied {
@@ -223,6 +172,82 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 		return wk.finish(ctx, id, nil)
 	}
 	return s.mirrorsOn(ctx, wk, id, adds, removes)
+}
+
+// resolvedPatch is a patch's other ends by id: the edges to add and to
+// take down, and the new parent ("" to the top; nil when unchanged).
+type resolvedPatch struct {
+	adds, removes []edgeRef
+	parent        *string
+}
+
+// resolvePatch looks up every item a patch of item id names, each at the
+// log's end (lookup): an edge to the item itself is refused.
+func (s *Service) resolvePatch(ctx context.Context, key, id string, p ItemPatch) (resolvedPatch, error) {
+	resolveEdges := func(es []Edge) ([]edgeRef, error) {
+		out := make([]edgeRef, 0, len(es))
+		for _, e := range es {
+			oid, err := s.lookup(ctx, e.Key)
+			if err != nil {
+				return nil, err
+			}
+			if oid == id {
+				return nil, invalid("%s cannot have an edge to itself.", key)
+			}
+			out = append(out, edgeRef{Kind: e.Kind, Other: oid})
+		}
+		return out, nil
+	}
+	var rp resolvedPatch
+	var err error
+	if rp.adds, err = resolveEdges(p.AddEdges); err != nil {
+		return rp, err
+	}
+	if rp.removes, err = resolveEdges(p.RemoveEdges); err != nil {
+		return rp, err
+	}
+	if p.Parent != nil {
+		pid := ""
+		if *p.Parent != "" {
+			if pid, err = s.lookup(ctx, *p.Parent); err != nil {
+				return rp, err
+			}
+		}
+		rp.parent = &pid
+	}
+	return rp, nil
+}
+
+// decideUpdate builds the update record against the item's local row:
+// refused stale where ifMatch names another version, refused where the new
+// parent would make a cycle; every item the patch names joins the scope.
+func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, ifMatch uint64, p ItemPatch, rp resolvedPatch) (*statelog.Proposal, error) {
+	it, err := s.loadItem(ctx, tx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFoundItem(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ifMatch != 0 && it.Version != ifMatch {
+		ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
+		return nil, ref.With("current_version", it.Version)
+	}
+	scope := []string{"item:" + id}
+	parent := rp.parent
+	if parent != nil && *parent != "" {
+		if err := checkNoCycle(ctx, tx, id, *parent); err != nil {
+			return nil, err
+		}
+		scope = append(scope, "item:"+*parent)
+	}
+	for _, e := range append(slices.Clone(rp.adds), rp.removes...) {
+		scope = append(scope, "item:"+e.Other)
+	}
+	return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope,
+		Payload: updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: p.Status, Assignee: p.Assignee,
+			Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
+			RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes}}, nil
 }
 
 func checkPatch(p ItemPatch) error {

@@ -79,84 +79,108 @@ func TestGestureUnknownAtEveryStep(t *testing.T) {
 	t0 := time.Now()
 	for _, g := range gestures {
 		t.Run(g.name, func(t *testing.T) {
-			ref := newRig(t, t0)
-			scene(ref)
-			if g.prep != nil {
-				g.prep(ref)
-			}
-			gw := ref.op(g.verb, g.obj)
-			out, err := g.run(ref, gw)
-			if err != nil || out.Outcome != engine.Applied || len(out.Steps) != g.steps {
-				t.Fatalf("uninterrupted %s: %v %+v", g.name, err, out)
-			}
-			want := ref.dump()
-			ref.n.Close()
+			gw, want := uninterrupted(t, g, t0)
 			for k := 1; k <= g.steps; k++ {
-				landed := k%2 == 1
-				r := newRig(t, t0)
-				scene(r)
-				if g.prep != nil {
-					g.prep(r)
-				}
-				w := r.op(g.verb, g.obj)
-				if w != gw {
-					t.Fatalf("op ids differ between runs: %s %s", w.OpID, gw.OpID)
-				}
-				before := r.log.appends.Load()
-				r.log.arm(k, landed)
-				out, err := g.run(r, w)
-				if err != nil {
-					t.Fatalf("step %d: %v", k, err)
-				}
-				if out.Outcome != engine.Unknown || !namesKey(out.OpID, w.OpID) {
-					t.Fatalf("step %d (landed %v): outcome %s op %s, want unknown under %s: %+v", k, landed, out.Outcome, out.OpID, w.OpID, out)
-				}
-				if len(out.Steps) != k || out.Steps[k-1].Outcome != engine.Unknown {
-					t.Fatalf("step %d: walk went on past the unknown step: %+v", k, out.Steps)
-				}
-				published := int(r.log.appends.Load() - before)
-				wantPub := k - 1
-				if landed {
-					wantPub = k
-				}
-				if published != wantPub {
-					t.Fatalf("step %d (landed %v): %d records published, want %d", k, landed, published, wantPub)
-				}
-				if g.marked != "" && (k > 1 || landed) && k < g.steps {
-					if m := r.get(g.marked).Mark; m == "" {
-						t.Fatalf("step %d: the mid-%s mark was taken down", k, g.name)
-					}
-				}
-				if g.name == "dependencies" && k > 1 && len(out.OneSided) == 0 {
-					t.Fatalf("step %d: an unknown mirror was not reported one-sided: %+v", k, out)
-				}
-				// Both spellings name the operation: the key the client
-				// minted, and the op_id the unknown answer gave.
-				rerun := w
-				if k%2 == 0 {
-					rerun = engine.WriteOptions{OpID: out.OpID}
-				}
-				again, err := g.run(r, rerun)
-				if err != nil || again.Outcome != engine.Applied {
-					t.Fatalf("step %d: re-run: %v %+v", k, err, again)
-				}
-				// A step is named by the task it writes: where both runs wrote
-				// the same task with the same action, the op id is the same
-				// (a restore's re-run lists only what is still in the trash).
-				first := map[string]string{}
-				for _, st := range out.Steps {
-					first[st.Action+" "+st.OpID[37:]] = st.OpID
-				}
-				for _, st := range again.Steps {
-					if id, ok := first[st.Action+" "+st.OpID[37:]]; ok && id != st.OpID {
-						t.Fatalf("step %d: re-run named %s %s, first run %s", k, st.Action, st.OpID, id)
-					}
-				}
-				if got := r.dump(); got != want {
-					t.Fatalf("step %d (landed %v): rows after the re-run differ from an uninterrupted run's:\n got %s\nwant %s", k, landed, got, want)
-				}
-				r.n.Close()
+				unknownAtStep(t, g, t0, k, gw, want)
 			}
 		})
+	}
+}
+
+// gestureRig is a fresh node with the scene and the gesture's prep.
+func gestureRig(t *testing.T, g gesture, t0 time.Time) *rig {
+	t.Helper()
+	r := newRig(t, t0)
+	scene(r)
+	if g.prep != nil {
+		g.prep(r)
+	}
+	return r
+}
+
+// uninterrupted runs the gesture without a fault: the op it runs under
+// and the rows it leaves, which every faulted run must end with.
+func uninterrupted(t *testing.T, g gesture, t0 time.Time) (engine.WriteOptions, string) {
+	ref := gestureRig(t, g, t0)
+	gw := ref.op(g.verb, g.obj)
+	out, err := g.run(ref, gw)
+	if err != nil || out.Outcome != engine.Applied || len(out.Steps) != g.steps {
+		t.Fatalf("uninterrupted %s: %v %+v", g.name, err, out)
+	}
+	want := ref.dump()
+	ref.n.Close()
+	return gw, want
+}
+
+// unknownAtStep loses step k's acknowledgement (the record landed on odd
+// steps, was never sent on even ones), checks the walk stopped there, then
+// runs the gesture again under its op id and compares the rows with want.
+func unknownAtStep(t *testing.T, g gesture, t0 time.Time, k int, gw engine.WriteOptions, want string) {
+	landed := k%2 == 1
+	r := gestureRig(t, g, t0)
+	w := r.op(g.verb, g.obj)
+	if w != gw {
+		t.Fatalf("op ids differ between runs: %s %s", w.OpID, gw.OpID)
+	}
+	before := r.log.appends.Load()
+	r.log.arm(k, landed)
+	out, err := g.run(r, w)
+	if err != nil {
+		t.Fatalf("step %d: %v", k, err)
+	}
+	if out.Outcome != engine.Unknown || !namesKey(out.OpID, w.OpID) {
+		t.Fatalf("step %d (landed %v): outcome %s op %s, want unknown under %s: %+v", k, landed, out.Outcome, out.OpID, w.OpID, out)
+	}
+	if len(out.Steps) != k || out.Steps[k-1].Outcome != engine.Unknown {
+		t.Fatalf("step %d: walk went on past the unknown step: %+v", k, out.Steps)
+	}
+	published := int(r.log.appends.Load() - before)
+	wantPub := k - 1
+	if landed {
+		wantPub = k
+	}
+	if published != wantPub {
+		t.Fatalf("step %d (landed %v): %d records published, want %d", k, landed, published, wantPub)
+	}
+	if g.marked != "" && (k > 1 || landed) && k < g.steps {
+		if m := r.get(g.marked).Mark; m == "" {
+			t.Fatalf("step %d: the mid-%s mark was taken down", k, g.name)
+		}
+	}
+	if g.name == "dependencies" && k > 1 && len(out.OneSided) == 0 {
+		t.Fatalf("step %d: an unknown mirror was not reported one-sided: %+v", k, out)
+	}
+	rerunUnderOp(t, g, r, k, w, out)
+	if got := r.dump(); got != want {
+		t.Fatalf("step %d (landed %v): rows after the re-run differ from an uninterrupted run's:\n got %s\nwant %s", k, landed, got, want)
+	}
+	r.n.Close()
+}
+
+// rerunUnderOp runs the gesture again under the faulted run's operation
+// and checks it finishes, naming every step both runs wrote as the first
+// run did.
+func rerunUnderOp(t *testing.T, g gesture, r *rig, k int, w engine.WriteOptions, out tracker.ItemWrite) {
+	// Both spellings name the operation: the key the client
+	// minted, and the op_id the unknown answer gave.
+	rerun := w
+	if k%2 == 0 {
+		rerun = engine.WriteOptions{OpID: out.OpID}
+	}
+	again, err := g.run(r, rerun)
+	if err != nil || again.Outcome != engine.Applied {
+		t.Fatalf("step %d: re-run: %v %+v", k, err, again)
+	}
+	// A step is named by the task it writes: where both runs wrote
+	// the same task with the same action, the op id is the same
+	// (a restore's re-run lists only what is still in the trash).
+	first := map[string]string{}
+	for _, st := range out.Steps {
+		first[st.Action+" "+st.OpID[37:]] = st.OpID
+	}
+	for _, st := range again.Steps {
+		if id, ok := first[st.Action+" "+st.OpID[37:]]; ok && id != st.OpID {
+			t.Fatalf("step %d: re-run named %s %s, first run %s", k, st.Action, st.OpID, id)
+		}
 	}
 }

@@ -34,39 +34,8 @@ const (
 // item's id derives from the operation, so a retried create answers the
 // item the first copy filed.
 func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in NewWorkItem) (ItemWrite, error) {
-	if !projectKeyRE.MatchString(in.Project) {
-		return ItemWrite{}, invalid("project %q is not a project key (2-10 upper-case letters and digits, e.g. ENG); list_projects shows them.", in.Project)
-	}
-	if err := checkText("title", in.Title, MaxTitleBytes, true); err != nil {
+	if err := checkNewWorkItem(&in); err != nil {
 		return ItemWrite{}, err
-	}
-	if err := checkText("description", in.Description, MaxDescriptionBytes, false); err != nil {
-		return ItemWrite{}, err
-	}
-	if err := checkText("assignee", in.Assignee, MaxAssigneeBytes, false); err != nil {
-		return ItemWrite{}, err
-	}
-	if in.Status == "" {
-		in.Status = StatusOpen
-	}
-	if err := checkStatus(in.Status); err != nil {
-		return ItemWrite{}, err
-	}
-	if err := checkTags(in.Tags); err != nil {
-		return ItemWrite{}, err
-	}
-	if in.Parent != "" {
-		if err := checkItemKey(in.Parent); err != nil {
-			return ItemWrite{}, err
-		}
-	}
-	if len(in.DependsOn) > MaxEdges {
-		return ItemWrite{}, invalid("depends_on names %d items; at most %d are accepted.", len(in.DependsOn), MaxEdges)
-	}
-	for _, k := range in.DependsOn {
-		if err := checkItemKey(k); err != nil {
-			return ItemWrite{}, err
-		}
 	}
 	op, err := s.opFor(ctx, w, "create_work_item", in.Project)
 	if err != nil {
@@ -75,38 +44,7 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 	id := itemID(op.ID)
 	var deps []string // ids
 	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		p, err := getProject(ctx, tx, in.Project)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
-		}
-		if err != nil {
-			return nil, err
-		}
-		c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
-			Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
-		scope := []string{"project:" + in.Project, "item:" + id}
-		if in.Parent != "" {
-			pid, err := s.resolve(ctx, tx, in.Parent)
-			if err != nil {
-				return nil, err
-			}
-			c.Parent = pid
-			scope = append(scope, "item:"+pid)
-		}
-		deps = deps[:0]
-		for _, k := range dedupe(in.DependsOn) {
-			did, err := s.resolve(ctx, tx, k)
-			if err != nil {
-				return nil, err
-			}
-			deps = append(deps, did)
-			c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
-			scope = append(scope, "item:"+did)
-		}
-		// The record is about the new item, whose id derives from the
-		// operation: its subject is new, so no other create arbitrates
-		// against it, and the number is taken at apply time, in log order.
-		return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c}, nil
+		return s.decideCreate(ctx, tx, in, id, &deps)
 	})
 	var out ItemWrite
 	if err == nil && wr.Unvouched {
@@ -128,6 +66,85 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 		adds[i] = edgeRef{Kind: EdgeDependsOn, Other: d}
 	}
 	return s.mirrors(ctx, op, id, out, adds, nil)
+}
+
+// checkNewWorkItem refuses a create whose fields are malformed before it
+// takes an operation id, and fills the default status.
+func checkNewWorkItem(in *NewWorkItem) error {
+	if !projectKeyRE.MatchString(in.Project) {
+		return invalid("project %q is not a project key (2-10 upper-case letters and digits, e.g. ENG); list_projects shows them.", in.Project)
+	}
+	if err := checkText("title", in.Title, MaxTitleBytes, true); err != nil {
+		return err
+	}
+	if err := checkText("description", in.Description, MaxDescriptionBytes, false); err != nil {
+		return err
+	}
+	if err := checkText("assignee", in.Assignee, MaxAssigneeBytes, false); err != nil {
+		return err
+	}
+	if in.Status == "" {
+		in.Status = StatusOpen
+	}
+	if err := checkStatus(in.Status); err != nil {
+		return err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return err
+	}
+	if in.Parent != "" {
+		if err := checkItemKey(in.Parent); err != nil {
+			return err
+		}
+	}
+	if len(in.DependsOn) > MaxEdges {
+		return invalid("depends_on names %d items; at most %d are accepted.", len(in.DependsOn), MaxEdges)
+	}
+	for _, k := range in.DependsOn {
+		if err := checkItemKey(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decideCreate builds the create record against the local rows: the
+// project must exist, the parent and dependencies resolve to ids (each
+// joins the record's scope). deps gets the dependencies' ids, reset on
+// every attempt, for the mirror steps after the item is filed.
+func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, id string, deps *[]string) (*statelog.Proposal, error) {
+	p, err := getProject(ctx, tx, in.Project)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
+		Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
+	scope := []string{"project:" + in.Project, "item:" + id}
+	if in.Parent != "" {
+		pid, err := s.resolve(ctx, tx, in.Parent)
+		if err != nil {
+			return nil, err
+		}
+		c.Parent = pid
+		scope = append(scope, "item:"+pid)
+	}
+	*deps = (*deps)[:0]
+	for _, k := range dedupe(in.DependsOn) {
+		did, err := s.resolve(ctx, tx, k)
+		if err != nil {
+			return nil, err
+		}
+		*deps = append(*deps, did)
+		c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
+		scope = append(scope, "item:"+did)
+	}
+	// The record is about the new item, whose id derives from the
+	// operation: its subject is new, so no other create arbitrates
+	// against it, and the number is taken at apply time, in log order.
+	return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c}, nil
 }
 
 func (s *Service) authoredEdgeTargets(ctx context.Context, id, kind string) ([]string, error) {
@@ -349,34 +366,12 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 // ListWorkItems lists items in key order, a page at a time; items in the
 // trash are left out.
 func (s *Service) ListWorkItems(ctx context.Context, r engine.ReadOptions, f ListFilter) (ItemList, error) {
-	if f.Project != "" && !projectKeyRE.MatchString(f.Project) {
-		return ItemList{}, invalid("project %q is not a project key (e.g. ENG).", f.Project)
+	if err := checkListFilter(&f); err != nil {
+		return ItemList{}, err
 	}
-	if f.Status != "" {
-		if err := checkStatus(f.Status); err != nil {
-			return ItemList{}, err
-		}
-	}
-	if f.Parent != "" {
-		if err := checkItemKey(f.Parent); err != nil {
-			return ItemList{}, err
-		}
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return ItemList{}, invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
-	}
-	afterProject, afterNumber := "", int64(0)
-	if f.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		m := itemKeyRE.FindStringSubmatch(string(raw))
-		if err != nil || m == nil {
-			return ItemList{}, invalid("cursor %q is not one a previous page returned; start again without it.", f.Cursor)
-		}
-		afterProject = m[1]
-		afterNumber, _ = strconv.ParseInt(m[2], 10, 64)
+	afterProject, afterNumber, err := listCursor(f.Cursor)
+	if err != nil {
+		return ItemList{}, err
 	}
 	out := ItemList{Items: []WorkItem{}}
 	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
@@ -428,4 +423,45 @@ func (s *Service) ListWorkItems(ctx context.Context, r engine.ReadOptions, f Lis
 	}
 	out.ReadInfo = info
 	return out, err
+}
+
+// checkListFilter refuses a malformed filter before anything is read, and
+// fills the default page size.
+func checkListFilter(f *ListFilter) error {
+	if f.Project != "" && !projectKeyRE.MatchString(f.Project) {
+		return invalid("project %q is not a project key (e.g. ENG).", f.Project)
+	}
+	if f.Status != "" {
+		if err := checkStatus(f.Status); err != nil {
+			return err
+		}
+	}
+	if f.Parent != "" {
+		if err := checkItemKey(f.Parent); err != nil {
+			return err
+		}
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
+	}
+	return nil
+}
+
+// listCursor decodes a page cursor: the key of the last item the previous
+// page returned, so the next page starts after its project and number
+// (key order is project, then number). No cursor starts at the first.
+func listCursor(cursor string) (afterProject string, afterNumber int64, err error) {
+	if cursor == "" {
+		return "", 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	m := itemKeyRE.FindStringSubmatch(string(raw))
+	if err != nil || m == nil {
+		return "", 0, invalid("cursor %q is not one a previous page returned; start again without it.", cursor)
+	}
+	afterNumber, _ = strconv.ParseInt(m[2], 10, 64)
+	return m[1], afterNumber, nil
 }

@@ -58,7 +58,7 @@ func load(t *testing.T) *repo {
 			return err
 		}
 		if d.IsDir() {
-			if p != root && (skipDir(d.Name()) || filepath.Dir(p) == root && d.Name() == "stream") {
+			if skipped(root, p, d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -101,8 +101,13 @@ func load(t *testing.T) *repo {
 	return r
 }
 
-// skipDir names directories that hold no packages of the module (a
-// stream/ at the root, a broker store, is skipped by the caller).
+// skipped reports whether the walk from root skips directory p (named
+// name): one of skipDir's, or a stream/ at the root, a broker store.
+func skipped(root, p, name string) bool {
+	return p != root && (skipDir(name) || filepath.Dir(p) == root && name == "stream")
+}
+
+// skipDir names directories that hold no packages of the module.
 func skipDir(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") ||
 		name == "testdata" || name == "vendor" || name == "node_modules" ||

@@ -1,0 +1,196 @@
+package tracker
+
+// The records whose apply reaches past their own item: a purge, which
+// rewrites every item pointing at the purged one, and a bulk update.
+
+import "slices"
+
+// purge destroys an item and everything that hangs off it, rewrites the
+// items that point at it (their edges to it go, its children move up to
+// its parent) and writes the marker the deletion gate reads.
+func (a *apply) purge(p *purge) error {
+	it, err := a.item(p.ID)
+	if err != nil || it == nil {
+		return err
+	}
+	if err := a.dropEdgesTo(it); err != nil {
+		return err
+	}
+	if err := a.refileDependents(it); err != nil {
+		return err
+	}
+	return a.destroy(it)
+}
+
+// pointing is one edge of another item to a purged one.
+type pointing struct {
+	item, kind string
+	authored   bool
+}
+
+// dropEdgesTo takes down the edges of the items whose edges point at it
+// (dependents, blockers, relations), each on the item that holds it, so
+// that item's history says the edge went.
+func (a *apply) dropEdgesTo(it *itemRow) error {
+	ps, err := a.edgesPointingAt(it)
+	if err != nil {
+		return err
+	}
+	for _, x := range ps {
+		o, err := a.item(x.item)
+		if err != nil {
+			return err
+		}
+		if o == nil {
+			continue
+		}
+		if err := a.loadSets([]*itemRow{o}); err != nil {
+			return err
+		}
+		if err := a.removeEdge(o, edgeRef{Kind: x.kind, Other: it.ID}, x.authored); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// edgesPointingAt reads every edge to it, whole, before any is taken
+// down: taking one down deletes from the table the query reads.
+func (a *apply) edgesPointingAt(it *itemRow) ([]pointing, error) {
+	rows, err := a.at.Query(a.ctx, a.tx, `SELECT item, kind, authored FROM tracker_edges WHERE other = ? AND item != ? ORDER BY item, kind`, it.ID, it.ID)
+	if err != nil {
+		return nil, err
+	}
+	var ps []pointing
+	for rows.Next() {
+		var x pointing
+		if err := rows.Scan(&x.item, &x.kind, &x.authored); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ps = append(ps, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// refileDependents re-files its children under its parent; items merged
+// into it keep their own rows and lose the pointer.
+func (a *apply) refileDependents(it *itemRow) error {
+	for _, q := range []struct{ sql, field string }{
+		{`SELECT id FROM tracker_items WHERE parent = ? ORDER BY id`, "parent"},
+		{`SELECT id FROM tracker_items WHERE merged_into = ? ORDER BY id`, "merged_into"},
+	} {
+		ids, err := queryStrings(a.ctx, a.tx, q.sql, it.ID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			o, err := a.item(id)
+			if err != nil {
+				return err
+			}
+			if q.field == "parent" {
+				a.setField(o, "parent", &o.Parent, &it.Parent)
+			} else {
+				empty := ""
+				a.setField(o, "merged_into", &o.MergedInto, &empty)
+			}
+		}
+	}
+	return nil
+}
+
+// destroy deletes the item's rows, its child rows and its search posting,
+// writes the purge marker the deletion gate reads (a record about the item
+// that arrives later is then dropped, not applied) and drops the item from
+// the apply, so finish writes no row for it.
+func (a *apply) destroy(it *itemRow) error {
+	for _, del := range []string{
+		`DELETE FROM tracker_tags WHERE item = ?`, `DELETE FROM tracker_watchers WHERE item = ?`,
+		`DELETE FROM tracker_edges WHERE item = ?`, `DELETE FROM tracker_comments WHERE item = ?`,
+		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
+	} {
+		if _, err := a.at.Exec(a.ctx, a.tx, del, it.ID); err != nil {
+			return err
+		}
+	}
+	if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
+		return err
+	}
+	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_purged(id, key, seq) VALUES(?,?,?) ON CONFLICT DO NOTHING`, it.ID, it.Key, a.seq); err != nil {
+		return err
+	}
+	a.projects[it.Project] = true
+	delete(a.items, it.ID)
+	a.order = slices.DeleteFunc(a.order, func(id string) bool { return id == it.ID })
+	return nil
+}
+
+// preload reads many items in chunked IN queries rather than one
+// statement each.
+func (a *apply) preload(ids []string) error {
+	per := BindLimit(a.ctx, a.tx)
+	for start := 0; start < len(ids); start += per {
+		chunk := ids[start:min(start+per, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := a.query(len(chunk), `SELECT `+itemRowColumns+` FROM tracker_items WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			it, err := scanItemRow(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if _, ok := a.items[it.ID]; !ok {
+				a.items[it.ID] = it
+				a.order = append(a.order, it.ID)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *apply) bulk(b *bulkUpdate) error {
+	a.ownProject = b.Project
+	if err := a.preload(b.Items); err != nil {
+		return err
+	}
+	var its []*itemRow
+	for _, id := range b.Items {
+		it, err := a.item(id)
+		if err != nil {
+			return err
+		}
+		if it != nil && it.Project == b.Project {
+			its = append(its, it)
+		}
+	}
+	if len(b.AddTags) > 0 || len(b.AddWatchers) > 0 {
+		if err := a.loadSets(its); err != nil {
+			return err
+		}
+	}
+	for _, it := range its {
+		a.setField(it, "status", &it.Status, b.Status)
+		for _, t := range b.AddTags {
+			a.addTag(it, t)
+		}
+		for _, w := range b.AddWatchers {
+			a.addWatcher(it, w)
+		}
+	}
+	return nil
+}
