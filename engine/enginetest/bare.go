@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -102,6 +103,9 @@ func NewBareRig(b testing.TB) *BareRig {
 		defer wg.Done()
 		for {
 			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				continue // a missed heartbeat: the iterator re-pulls on its own
+			}
 			if err != nil {
 				return
 			}

@@ -3,6 +3,7 @@ package fleettest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,9 @@ func bareLoop(b *testing.B, c *fleettest.Cluster, n *node.Node) chan uint64 {
 	go func() {
 		for {
 			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				continue // a missed heartbeat: the iterator re-pulls on its own
+			}
 			if err != nil {
 				return
 			}
