@@ -25,6 +25,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/httpedge/edgetest"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -45,46 +46,15 @@ func writeConfig(t *testing.T, body string) string {
 
 func (s *Serve) addr() string { return strings.TrimPrefix(s.BaseURL, "http://") }
 
-// rawAnswer sends head (a request line and headers, nothing more) on a
-// new connection, withholding any body it declares, and reads the answer
-// within wait.
+// rawAnswer is edgetest.RawAnswer's status and JSON body.
 func rawAnswer(t *testing.T, addr, head string, wait time.Duration) (int, map[string]any) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(wait))
-	if _, err := io.WriteString(c, head); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("no answer to %q while its body was withheld: %v", strings.SplitN(head, "\r\n", 2)[0], err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var body map[string]any
-	_ = json.Unmarshal(raw, &body)
+	resp, body := edgetest.RawAnswer(t, addr, head, wait)
 	return resp.StatusCode, body
 }
 
 func rawHead(method, path, host string, header ...string) string {
-	return method + " " + path + " HTTP/1.1\r\nHost: " + host + "\r\n" + strings.Join(header, "\r\n") + "\r\n\r\n"
-}
-
-// zeros is a body of n bytes of unknown length (sent chunked).
-type zeros struct{ n int64 }
-
-func (z *zeros) Read(p []byte) (int, error) {
-	if z.n <= 0 {
-		return 0, io.EOF
-	}
-	k := min(int64(len(p)), z.n)
-	clear(p[:k])
-	z.n -= k
-	return int(k), nil
+	return edgetest.Head(method, path, host, header...)
 }
 
 // peakRSS is the process's high-water resident set (VmHWM) in bytes.
@@ -133,7 +103,7 @@ func TestServeBodyCap(t *testing.T) {
 	before := peakRSS(t, s.Cmd.Process.Pid)
 	post := func(withToken bool) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", s.URL, &zeros{n: huge})
+		req, _ := http.NewRequest("POST", s.URL, &edgetest.Zeros{N: huge})
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if withToken {

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/httpedge/edgetest"
 	"github.com/crewlet/crewlet/mcp"
 )
 
@@ -132,46 +133,13 @@ func (c *countedConn) Close() error {
 	return err
 }
 
-// rawAnswer sends head (a request's line and headers, and no more) on a
-// new connection, withholding any body it declares, and reads the answer
-// within wait.
 func (e *edge) rawAnswer(t *testing.T, head string, wait time.Duration) (*http.Response, map[string]any) {
 	t.Helper()
-	c, err := net.Dial("tcp", e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(wait))
-	if _, err := io.WriteString(c, head); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("no answer to %q while its body was withheld: %v", strings.SplitN(head, "\r\n", 2)[0], err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var body map[string]any
-	_ = json.Unmarshal(raw, &body)
-	return resp, body
+	return edgetest.RawAnswer(t, e.addr, head, wait)
 }
 
 func head(method, path, addr string, header ...string) string {
-	return method + " " + path + " HTTP/1.1\r\nHost: " + addr + "\r\n" + strings.Join(header, "\r\n") + "\r\n\r\n"
-}
-
-// zeros is a body of n bytes of unknown length (so sent chunked).
-type zeros struct{ n int64 }
-
-func (z *zeros) Read(p []byte) (int, error) {
-	if z.n <= 0 {
-		return 0, io.EOF
-	}
-	k := min(int64(len(p)), z.n)
-	clear(p[:k])
-	z.n -= k
-	return int(k), nil
+	return edgetest.Head(method, path, addr, header...)
 }
 
 // TestBodyOverTheCap: a body larger than max_body_bytes is refused 413
@@ -222,11 +190,11 @@ func TestBodyOverTheCap(t *testing.T) {
 		return resp.StatusCode, m, string(raw)
 	}
 	for _, path := range []string{"/operator/mcp", "/echo"} {
-		code, m, raw := post(path, &zeros{n: 400 << 20}, true)
+		code, m, raw := post(path, &edgetest.Zeros{N: 400 << 20}, true)
 		if code != http.StatusRequestEntityTooLarge || m["refused"] != httpedge.CodeTooLarge {
 			t.Errorf("chunked 400 MiB to %s with a token: %d %s", path, code, raw)
 		}
-		code, m, raw = post(path, &zeros{n: 400 << 20}, false)
+		code, m, raw = post(path, &edgetest.Zeros{N: 400 << 20}, false)
 		if code != http.StatusUnauthorized || m["refused"] != "unauthorized" {
 			t.Errorf("chunked 400 MiB to %s without a token: %d %s", path, code, raw)
 		}
