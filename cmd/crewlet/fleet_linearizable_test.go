@@ -200,29 +200,14 @@ func childClient(conns *childConns, cl int, seed int64, keys []string, now func(
 		op := fleettest.HistOp{Client: cl, Node: n, In: fleettest.OpInput{Key: key, Kind: fleettest.OpUpdate, IfMatch: ifMatch},
 			Call: call, Ret: now(), OpID: id.String()}
 		obj, refused := answerOf(res, err)
-		switch {
-		case err != nil:
-			op.Outcome, op.Indefinite, op.Err = "error", true, err.Error()
-		case refused == string(engine.CodeStale):
-			op.Outcome, op.Out.Stale = "stale", true
-			cur, _ := obj["current_version"].(float64)
-			known[key] = uint64(cur)
-		case refused != "" && fleettest.DefinitelyNotWritten[engine.Code(refused)]:
-			op.Outcome, op.DefiniteFail = "refused:"+refused, true
-		case refused != "":
-			op.Outcome, op.Indefinite = "refused:"+refused, true
-		case obj["outcome"] == "applied" || obj["outcome"] == "pending":
-			op.Outcome, _ = obj["outcome"].(string)
-			op.Position, _ = obj["position"].(string)
-			p, perr := engine.ParsePosition(op.Position)
-			if perr != nil {
-				op.Outcome, op.Indefinite = "unparsed_position", true
-				break
-			}
-			op.Out.Version = p.Seq
-			known[key] = p.Seq
-		default:
-			op.Outcome, op.Indefinite = fmt.Sprint(obj["outcome"]), true
+		a := fleettest.UpdateAnswer{Refused: engine.Code(refused), Err: err}
+		a.Outcome, _ = obj["outcome"].(string)
+		a.Position, _ = obj["position"].(string)
+		if cur, ok := obj["current_version"].(float64); ok {
+			a.CurrentVersion = uint64(cur)
+		}
+		if v := op.Record(a); v != 0 || a.Refused == engine.CodeStale {
+			known[key] = v
 		}
 		hist.Add(op)
 	}

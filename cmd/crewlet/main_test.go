@@ -264,8 +264,14 @@ func (b *SyncBuffer) String() string {
 // initialised; it is closed at the end of the test.
 func (s *Serve) HTTPClient(t testing.TB) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(s.URL,
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.Token}))
+	return streamableClient(t, s.URL, map[string]string{"Authorization": "Bearer " + s.Token})
+}
+
+// streamableClient is mcp-go's client over Streamable HTTP at url,
+// started and initialized.
+func streamableClient(t testing.TB, url string, headers map[string]string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
 	if err != nil {
 		t.Fatal(err)
 	}

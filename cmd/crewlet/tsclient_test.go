@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/internal/mcptest"
@@ -273,25 +272,6 @@ func surfacesOf(bin string, s *Serve) []surface {
 			},
 		},
 	}
-}
-
-// streamableClient is mcp-go's client over Streamable HTTP at url,
-// started and initialized.
-func streamableClient(t *testing.T, url string, headers map[string]string) *client.Client {
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	return c
 }
 
 // seatHeaders are a seat run's headers: the operator token, and a seat

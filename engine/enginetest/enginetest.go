@@ -1,6 +1,8 @@
 // Package enginetest holds test helpers over real parts: a node on a
 // temporary data directory with its embedded broker and SQLite file, a
-// log recorder that captures slog lines, and CheckFor. Tests only.
+// log recorder that captures slog lines, a clock moved by hand, CheckFor,
+// the last write on a log (barriers aside) and a wait for a pending write
+// to land. Tests only.
 package enginetest
 
 import (

@@ -4,5 +4,7 @@
 // stopped and restarted on their data directories, and a table hash to
 // show that healed nodes converged to identical rows. Each broker
 // advertises a dead route address, so route gossip cannot re-create a
-// direct route around a cut proxy. Tests only.
+// direct route around a cut proxy. Check judges a run's history (reads,
+// if_match updates and their refusals) against the quiesced log and a
+// linearizability model. Tests only.
 package fleettest

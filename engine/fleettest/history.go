@@ -248,3 +248,44 @@ func (v Verdict) String() string {
 	return fmt.Sprintf("ops %d (%s); reads ok %d, refused %d; writes acknowledged %d (applied %d, pending %d), stale %d; lost %d; applied twice %d; refused but landed %d; unknown landed %d, never %d; porcupine %s",
 		v.Ops, strings.Join(oc, " "), v.Reads, v.ReadsRefused, v.Acked, v.Applied, v.Pending, v.Stale, v.Lost, v.Twice, v.RefusedLanded, v.UnknownLanded, v.UnknownNever, v.Result)
 }
+
+// UpdateAnswer is what an if_match update answered, whichever surface
+// carried it: an outcome with its position, a refusal's code (with the
+// item's current version where it was refused stale), or an error that
+// came without a code.
+type UpdateAnswer struct {
+	Outcome        string
+	Position       string
+	Refused        engine.Code
+	CurrentVersion uint64
+	Err            error
+}
+
+// Record fills the update o from its answer: what it came to in the
+// history, and whether it is settled only from the log. It returns the
+// item's version the answer taught the client (0 when it taught none).
+func (o *HistOp) Record(a UpdateAnswer) (learnt uint64) {
+	switch {
+	case a.Err != nil:
+		o.Outcome, o.Indefinite, o.Err = "error", true, a.Err.Error()
+	case a.Refused == engine.CodeStale:
+		o.Outcome, o.Out.Stale = "stale", true
+		return a.CurrentVersion
+	case a.Refused != "" && DefinitelyNotWritten[a.Refused]:
+		o.Outcome, o.DefiniteFail = "refused:"+string(a.Refused), true
+	case a.Refused != "":
+		o.Outcome, o.Indefinite = "refused:"+string(a.Refused), true
+	case a.Outcome == string(engine.Applied) || a.Outcome == string(engine.Pending):
+		o.Outcome, o.Position = a.Outcome, a.Position
+		p, err := engine.ParsePosition(a.Position)
+		if err != nil {
+			o.Outcome, o.Indefinite = "unparsed_position", true
+			return 0
+		}
+		o.Out.Version = p.Seq
+		return p.Seq
+	default:
+		o.Outcome, o.Indefinite = a.Outcome, true
+	}
+	return 0
+}

@@ -249,32 +249,17 @@ func client(c *fleettest.Cluster, cl, n int, seed int64, keys []string, now func
 			ret := now()
 			op := fleettest.HistOp{Client: cl, Node: n, In: fleettest.OpInput{Key: key, Kind: fleettest.OpUpdate, IfMatch: ifMatch}, Call: call, Ret: ret,
 				OpID: id.String(), Position: w.Position}
+			a := fleettest.UpdateAnswer{Outcome: string(w.Outcome), Position: w.Position}
 			var ref *engine.Refusal
 			switch {
-			case err == nil && (w.Outcome == engine.Applied || w.Outcome == engine.Pending):
-				op.Outcome = string(w.Outcome)
-				p, perr := engine.ParsePosition(w.Position)
-				if perr != nil {
-					op.Outcome, op.Indefinite = "unparsed_position", true
-					break
-				}
-				op.Out.Version = p.Seq
-				known[key] = p.Seq
-			case err == nil:
-				op.Outcome, op.Indefinite = string(w.Outcome), true
-			case errors.As(err, &ref) && ref.Code == engine.CodeStale:
-				op.Outcome, op.Out.Stale = "stale", true
-				if v, ok := ref.Fields["current_version"].(uint64); ok {
-					known[key] = v
-				} else {
-					known[key] = 0
-				}
-			case errors.As(err, &ref) && fleettest.DefinitelyNotWritten[ref.Code]:
-				op.Outcome, op.DefiniteFail = "refused:"+string(ref.Code), true
 			case errors.As(err, &ref):
-				op.Outcome, op.Indefinite = "refused:"+string(ref.Code), true
-			default:
-				op.Outcome, op.Indefinite, op.Err = "error", true, err.Error()
+				a.Refused = ref.Code
+				a.CurrentVersion, _ = ref.Fields["current_version"].(uint64)
+			case err != nil:
+				a.Err = err
+			}
+			if v := op.Record(a); v != 0 || a.Refused == engine.CodeStale {
+				known[key] = v
 			}
 			hist.Add(op)
 		}

@@ -5,5 +5,6 @@
 // statelog.GatedDomain (Domain: the apply side, rows and the search index
 // from records) and offers the knowledge base's Service (the decide side:
 // validate, decide against the local rows, hand a record to the write
-// path). DESIGN.md says what the records are and why.
+// path), with its REST read and operator write routes; Spec is how a node
+// runs it. DESIGN.md says what the records are and why.
 package kb

@@ -3,7 +3,6 @@ package kb_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +156,3 @@ func parentOf(t *testing.T, svc *kb.Service, id string) string {
 	t.Helper()
 	return mustGet(t, svc, id).Parent
 }
-
-func fail(format string, a ...any) error { return fmt.Errorf(format, a...) }

@@ -104,15 +104,6 @@ func (n *Node) Services() []any {
 	return out
 }
 
-// Specs are the domains this node runs, in order.
-func (n *Node) Specs() []statelog.Spec {
-	out := make([]statelog.Spec, len(n.domains))
-	for i, d := range n.domains {
-		out[i] = d.spec
-	}
-	return out
-}
-
 // Tracker is the tracker's service, nil on a node that does not run it.
 func (n *Node) Tracker() *tracker.Service {
 	s, _ := n.service(engine.DomainTracker).(*tracker.Service)

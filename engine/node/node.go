@@ -325,6 +325,7 @@ func (n *Node) close() error {
 		n.broker.Close()
 	}
 	if n.db != nil {
+		sqlite.SetLogger(n.db, nil)
 		errs = append(errs, n.db.Close())
 	}
 	if n.lock != nil {

@@ -101,8 +101,13 @@ func IsBusy(err error) bool {
 // loggers are where each open database's store_tx_retry lines go.
 var loggers sync.Map
 
-// SetLogger names where db's store lines go (component store).
+// SetLogger names where db's store lines go (component store); nil
+// forgets db, as its owner does when it closes it.
 func SetLogger(db *sql.DB, l *slog.Logger) {
+	if l == nil {
+		loggers.Delete(db)
+		return
+	}
 	loggers.Store(db, l.With(engine.LogComponent, engine.ComponentStore))
 }
 
