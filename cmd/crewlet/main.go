@@ -164,7 +164,7 @@ Commands:
 	serve     run a node and serve the operator MCP at /operator/mcp
 	mcp       serve MCP over stdio (embedded node on --data, or --node URL)
 	validate  check a config file
-	retention retention status: every data node's positions (seq, applied_through, GEN, lag)
+	retention replication status and operations on a running node (crewlet retention -h)
 	version   print the version
 
 Run 'crewlet <command> -h' for a command's flags.

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,53 +19,120 @@ import (
 	"github.com/crewlet/crewlet/internal/token"
 )
 
-// RetentionCommand is `crewlet retention`: replication answers from a
-// running node's /api/v1/retention (through restclient), with the
-// operator token, printed as a table or as the answer's JSON.
+// RetentionCommand is `crewlet retention`: replication answers and
+// operations on a running node (through restclient), with the operator
+// token. Each subcommand lives in its own file and registers itself in
+// retentionSubcommands.
 type RetentionCommand struct {
 	*Main
 }
 
-// Run runs `crewlet retention status`.
-func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "status" {
-		return usageErrorf("retention needs a subcommand: status")
+// retentionSubcommand is one `crewlet retention <name>`: summary is its
+// line in the usage, run gets the arguments after its name.
+type retentionSubcommand struct {
+	summary string
+	run     func(c *RetentionCommand, ctx context.Context, args []string) error
+}
+
+// retentionSubcommands is filled by each subcommand's file (init).
+var retentionSubcommands = map[string]retentionSubcommand{}
+
+func init() {
+	retentionSubcommands["status"] = retentionSubcommand{
+		summary: "every data node's positions (seq, applied_through, GEN, lag)",
+		run:     (*RetentionCommand).status,
 	}
+}
+
+// Run runs `crewlet retention <subcommand>`.
+func (c *RetentionCommand) Run(ctx context.Context, args []string) error {
+	names := make([]string, 0, len(retentionSubcommands))
+	for n := range retentionSubcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(args) == 0 {
+		return usageErrorf("retention needs a subcommand: %s", strings.Join(names, ", "))
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintf(c.Stderr, "Usage: crewlet retention <subcommand> [flags]\n\nSubcommands:\n\n")
+		for _, n := range names {
+			fmt.Fprintf(c.Stderr, "\t%-14s %s\n", n, retentionSubcommands[n].summary)
+		}
+		return nil
+	}
+	sub, ok := retentionSubcommands[args[0]]
+	if !ok {
+		return usageErrorf("unknown retention subcommand %q: one of %s", args[0], strings.Join(names, ", "))
+	}
+	return sub.run(c, ctx, args[1:])
+}
+
+// nodeFlags are the flags every retention subcommand takes to reach a
+// running node: its URL and the operator token.
+type nodeFlags struct {
+	nodeURL, tokenFile, dataDir *string
+}
+
+func addNodeFlags(fs *flag.FlagSet) nodeFlags {
+	return nodeFlags{
+		nodeURL:   fs.String("node", "http://"+httpedge.DefaultListen, "base `URL` of the running node's HTTP surfaces"),
+		tokenFile: fs.String("token-file", "", "`file` holding the operator token (default: $"+token.EnvOperator+", else <--data>/"+token.FileName+")"),
+		dataDir:   fs.String("data", "", "data `dir`ectory of the node, to read its "+token.FileName),
+	}
+}
+
+// client finds the operator token and returns a client of the node; what
+// names the subcommand in the messages.
+func (f nodeFlags) client(what string) (*restclient.Client, error) {
+	tok, found, err := token.Find(*f.tokenFile, token.EnvOperator, *f.dataDir)
+	var fe *token.FileError
+	switch {
+	case errors.As(err, &fe) && errors.Is(fe.Err, token.ErrEmpty):
+		return nil, fmt.Errorf("operator token file %s is empty", fe.Path)
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("operator token: %w", fe.Err)
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, usageErrorf("%s needs the operator token: --token-file FILE, $%s, or --data DIR (reads DIR/%s)", what, token.EnvOperator, token.FileName)
+	}
+	return restclient.New(*f.nodeURL, tok), nil
+}
+
+// failed words an error of a call to the node: a bad URL is a usage
+// mistake, a refusal names its code.
+func (f nodeFlags) failed(what string, err error) error {
+	var ue *restclient.URLError
+	if errors.As(err, &ue) {
+		return usageErrorf("--node %q: %v", *f.nodeURL, ue.Err)
+	}
+	if ref, ok := engine.AsRefusal(err); ok {
+		return fmt.Errorf("%s refused %s: %s", what, ref.Code, ref.Message)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// status runs `crewlet retention status`.
+func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("crewlet retention status", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
-	nodeURL := fs.String("node", "http://"+httpedge.DefaultListen, "base `URL` of the running node's HTTP surfaces")
-	tokenFile := fs.String("token-file", "", "`file` holding the operator token (default: $"+token.EnvOperator+", else <--data>/"+token.FileName+")")
-	dataDir := fs.String("data", "", "data `dir`ectory of the node, to read its "+token.FileName)
+	nf := addNodeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	tok, found, err := token.Find(*tokenFile, token.EnvOperator, *dataDir)
-	var fe *token.FileError
-	switch {
-	case errors.As(err, &fe) && errors.Is(fe.Err, token.ErrEmpty):
-		return fmt.Errorf("operator token file %s is empty", fe.Path)
-	case errors.As(err, &fe):
-		return fmt.Errorf("operator token: %w", fe.Err)
-	case err != nil:
-		return err
-	case !found:
-		return usageErrorf("retention status needs the operator token: --token-file FILE, $%s, or --data DIR (reads DIR/%s)", token.EnvOperator, token.FileName)
-	}
-	a, err := restclient.New(*nodeURL, tok).Retention(ctx)
+	cl, err := nf.client("retention status")
 	if err != nil {
-		var ue *restclient.URLError
-		if errors.As(err, &ue) {
-			return usageErrorf("--node %q: %v", *nodeURL, ue.Err)
-		}
-		if ref, ok := engine.AsRefusal(err); ok {
-			return fmt.Errorf("retention status refused %s: %s", ref.Code, ref.Message)
-		}
-		return fmt.Errorf("retention status: %w", err)
+		return err
+	}
+	a, err := cl.Retention(ctx)
+	if err != nil {
+		return nf.failed("retention status", err)
 	}
 	if *asJSON {
 		// The answer as the node encoded it: the client decodes it into the
