@@ -172,3 +172,29 @@ func readCeiling(ctx context.Context, js jetstream.JetStream, name string, b Cei
 		}
 	}
 }
+
+// SetMaxBytes changes the log's ceiling to n and returns the ceiling and
+// the bytes it held before: the one change a node makes to a running
+// stream's configuration, on the operator's word (crewlet retention
+// set-capacity). The stream's configuration is the fleet's, so one call
+// changes it for every node. The broker checks a raise against what its
+// limit has left (ErrInsufficientStorage) and grants a lowering at once.
+func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint64, err error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, 0, classify(err)
+	}
+	before, held = info.Config.MaxBytes, info.State.Bytes
+	if n == before {
+		return before, held, nil
+	}
+	cfg := info.Config
+	cfg.MaxBytes = n
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		if insufficient(err) {
+			return before, held, fmt.Errorf("%w: raise %s to %d bytes: %v", ErrInsufficientStorage, l.name, n, err)
+		}
+		return before, held, classify(err)
+	}
+	return before, held, nil
+}
