@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine/capacity"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // ErrInsufficientStorage is the broker refusing a reservation: a stream
@@ -197,4 +198,40 @@ func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint
 		return before, held, classify(err)
 	}
 	return before, held, nil
+}
+
+// VolumeHeadroom is the free space an append leaves on the store's
+// volume beyond its own bytes: the file store's block and index writes
+// around the record. Below it the append is refused before it is sent,
+// because a broker whose store write fails for want of disk never
+// answers the publish (nats-server logs it and keeps silent).
+const VolumeHeadroom = 1 << 20
+
+// SetVolume makes every append check the volume holding dir (the
+// embedded broker's store) for room first.
+func (l *Log) SetVolume(dir string) { l.volume = dir }
+
+// volumeRoom refuses an append of size bytes with statelog.ErrVolumeFull
+// when the store's volume has less than size plus VolumeHeadroom free.
+// An unreadable volume leaves the append to the broker.
+func (l *Log) volumeRoom(size int) error {
+	if l.volume == "" {
+		return nil
+	}
+	free, err := VolumeFree(l.volume)
+	if err != nil || free >= int64(size)+VolumeHeadroom {
+		return nil
+	}
+	return fmt.Errorf("%w: %d bytes free on the volume holding %s, an append of %d bytes needs %d more kept free", statelog.ErrVolumeFull, free, l.volume, size, VolumeHeadroom)
+}
+
+// VolumeFull says whether the volume holding the embedded broker's store
+// has less than VolumeHeadroom free, and how much it has; false for an
+// external broker.
+func (e *Embedded) VolumeFull() (bool, int64) {
+	if e.Server == nil || e.storeDir == "" {
+		return false, 0
+	}
+	free, err := VolumeFree(e.storeDir)
+	return err == nil && free < VolumeHeadroom, free
 }

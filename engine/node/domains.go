@@ -48,6 +48,9 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 		}
 		l := broker.NewLog(n.broker.JS, s, sp.Name(), cfg.Name, cfg.Logger)
 		l.SetDrainWait(cfg.DrainWait)
+		if n.broker.Server != nil {
+			l.SetVolume(cfg.Stream.StoreDir)
+		}
 		n.domains = append(n.domains, &domain{spec: sp, log: l})
 	}
 	n.reportShort(plan)
