@@ -15,6 +15,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/capacity"
+	"github.com/crewlet/crewlet/engine/fleet"
 )
 
 // smallTracker is a tracker ceiling a few writes fill.
@@ -93,6 +94,18 @@ func TestSetCapacity(t *testing.T) {
 		t.Fatalf("raising the tracker log: %+v %s", ch, failed)
 	}
 	Call(t, c, "create_work_item", map[string]any{"project": "ENG", "title": "after the raise"})
+	var a fleet.Answer
+	if err := json.Unmarshal([]byte(retentionStatus(t, bin, s, "--json")), &a); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range a.Logs {
+		if l.Stream == "CREWLET_TRACKER_LOG" && (l.MaxBytes != 1<<20 || l.Bytes < ch.Held || l.OrdinaryCeiling != ch.Ordinary) {
+			t.Fatalf("retention status after the raise: %+v", l)
+		}
+	}
+	if table := retentionStatus(t, bin, s); !strings.Contains(table, fmt.Sprintf("of %d bytes held (ordinary appends stop at %d)", 1<<20, ch.Ordinary)) || !strings.Contains(table, "LONGEST_TX") {
+		t.Fatalf("retention status table after the raise:\n%s", table)
+	}
 
 	if _, failed := setCapacity(t, bin, s, "CREWLET_TRACKER_LOG", "1KiB"); !strings.Contains(failed, "refused invalid_argument") || !strings.Contains(failed, "cannot go below") {
 		t.Fatalf("a ceiling below the bytes held: %s", failed)
