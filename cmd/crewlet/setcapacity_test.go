@@ -133,7 +133,7 @@ func TestSetCapacity(t *testing.T) {
 
 // TestSetCapacityFleet: on a three-node fleet the tracker log fills; one
 // set-capacity on one node raises the replicated stream, and a write on
-// another node applies.
+// another node applies; a raise past the brokers' limit is refused.
 func TestSetCapacityFleet(t *testing.T) {
 	f := startChildFleetWith(t, fmt.Sprintf("  tracker_log_max_bytes: %d\n", smallTracker))
 	c1, c2 := f.serves[0].HTTPClient(t), f.serves[1].HTTPClient(t)
@@ -146,5 +146,9 @@ func TestSetCapacityFleet(t *testing.T) {
 	callRetry(t, c2, "create_work_item", map[string]any{"project": "OPS", "title": "after the raise, on another node"})
 	if ch, failed := setCapacity(t, f.bin, f.serves[0], "tracker", "1MiB"); failed != "" || ch.Changed {
 		t.Fatalf("the raise seen from another node: %+v %s", ch, failed)
+	}
+	// Past what a member's broker can reserve: refused, naming its limit.
+	if _, failed = setCapacity(t, f.bin, f.serves[0], "tracker", "100TiB"); !strings.Contains(failed, "refused insufficient_storage") || !strings.Contains(failed, "left to reserve") {
+		t.Fatalf("a raise past the brokers' limit: %s", failed)
 	}
 }

@@ -128,7 +128,7 @@ func (e *ReserveError) room() string {
 	}
 	floors := Floor * int64(len(e.Logs))
 	first := floors / 3 * 4
-	return fmt.Sprintf("free space on that volume (a first boot needs at least %d bytes (%.2f GiB) free there, three quarters of which is the %d %d-byte floors), which the broker measures again when the node next starts",
+	return fmt.Sprintf("free space on that volume (a first boot needs at least %d bytes (%.2f GiB) free there, three quarters of which is the %d floors of %d bytes), which the broker measures again when the node next starts",
 		first, float64(first)/float64(GiB), len(e.Logs), Floor)
 }
 

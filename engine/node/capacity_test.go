@@ -3,11 +3,14 @@ package node_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine"
@@ -173,5 +176,55 @@ func TestCeilingUnread(t *testing.T) {
 			t.Fatalf("%s lines: %+v", engine.EvCeilingUnread, unread)
 		}
 		n.Close()
+	}
+}
+
+// externalAccount runs a nats-server whose account a has a JetStream
+// file limit of maxFile, and returns a URL that logs in as a.
+func externalAccount(t *testing.T, maxFile string) string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	body := fmt.Sprintf("listen: 127.0.0.1:-1\njetstream {store_dir: %q}\naccounts {\n  A {\n    jetstream {max_file: %s, max_mem: 64M}\n    users [{user: a, password: a}]\n  }\n}\n", filepath.Join(dir, "js"), maxFile)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(time.Minute) {
+		t.Fatal("the external nats-server is not ready")
+	}
+	return strings.Replace(ns.ClientURL(), "nats://", "nats://a:a@", 1)
+}
+
+// TestSizingExternal: on stream.type nats what the broker can grant is
+// the account's JetStream limit, read through the account info: 3 GiB
+// leaves a 1.5 GiB half, the logs' asks scale into it; 1.5 GiB cannot
+// reserve both floors, and the refusal says the account's limit sets it.
+func TestSizingExternal(t *testing.T) {
+	url := externalAccount(t, fmt.Sprint(3*gib))
+	n := enginetest.OpenNode(t, node.Config{Stream: node.StreamConfig{Type: "nats", URLs: []string{url}}})
+	g, src, err := n.Broker().Grant(context.Background())
+	if err != nil || g.Limit != 3*gib || src.Kind != capacity.SourceAccount || g.Reserved < 2*gib {
+		t.Fatalf("the account's grant: %+v %+v %v", g, src, err)
+	}
+	if trk, pgs := ceilingOf(t, n, engine.DomainTracker), ceilingOf(t, n, engine.DomainPages); !near(trk, 3*gib/2*4/5, 4) || pgs != gib {
+		t.Fatalf("created the tracker at %d and the pages at %d under a 3 GiB account", trk, pgs)
+	}
+
+	_, err = node.Open(context.Background(), node.Config{DataDir: t.TempDir(), Name: "x", Logger: enginetest.Logger(),
+		Stream: node.StreamConfig{Type: "nats", URLs: []string{externalAccount(t, fmt.Sprint(3*gib/2))}}})
+	var re *capacity.ReserveError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "the NATS account's JetStream storage limit") || !strings.Contains(err.Error(), "raise the account's JetStream storage limit") {
+		t.Fatalf("a boot the account cannot reserve: %v", err)
 	}
 }
