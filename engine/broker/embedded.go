@@ -1,8 +1,11 @@
 // Package broker is Crewlet's side of NATS JetStream: the embedded
 // nats-server (file store, sync as stream.sync says, read back at boot),
-// the domain streams (created when missing, never rewritten, checked for
-// the default persist mode) and the statelog.Log each domain publishes to
-// and reads from through a durable consumer named after the node.
+// the domain streams (created when missing with the ceilings the node
+// sized, never rewritten at boot — only crewlet retention set-capacity
+// changes a ceiling — checked for the default persist mode), what the
+// broker can grant them and the volume's room, and the statelog.Log each
+// domain publishes to and reads from through a durable consumer named
+// after the node.
 package broker
 
 import (
