@@ -20,10 +20,12 @@ import (
 var ErrInsufficientStorage = errors.New("broker: insufficient storage resources to reserve the ceiling")
 
 // insufficient reports whether err is the broker's refusal of a
-// reservation (JSStorageResourcesExceededErr, JSInsufficientResourcesErr).
+// reservation (JSStorageResourcesExceededErr). JSInsufficientResourcesErr
+// is not one: nats-server answers it for high-availability asset counts,
+// not storage.
 func insufficient(err error) bool {
 	var ae *jetstream.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode == 10047 || ae.ErrorCode == 10023)
+	return errors.As(err, &ae) && ae.ErrorCode == 10047
 }
 
 // volumeLimit is what an embedded broker without stream.store_max_bytes
