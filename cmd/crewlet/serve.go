@@ -168,6 +168,7 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages()), opts))
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
+	operator.MountCapacity(api, n, logger)
 	root := http.NewServeMux()
 	// The health checks want no token: /healthz says the process
 	// answers, /readyz that the node serves.

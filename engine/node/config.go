@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -144,6 +145,10 @@ type Hooks struct {
 	// ClientURL, when set, puts the node's broker connection on TCP via
 	// the URL it returns for the broker's (a proxy that drops acks).
 	ClientURL func(brokerURL string) string
+	// CeilingRead, when set, bounds the boot's read of the logs'
+	// ceilings instead of the page's two seconds and thirty (a test of
+	// an unanswering broker).
+	CeilingRead *broker.CeilingRead
 }
 
 // Defaults.
