@@ -47,8 +47,24 @@ type Written struct {
 type Op = ledger.Call
 
 // Write runs the write path for one operation, in the order of
-// DESIGN.md's numbered steps.
+// DESIGN.md's numbered steps, and counts its answer: the outcome, or the
+// refusal by reason (the gate's name where what it appended applies
+// nowhere, as crewlet.statelog.publish.refusals counts it).
 func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, error) {
+	out, err := r.write(ctx, op, decide)
+	if ref, ok := engine.AsRefusal(err); ok {
+		reason := string(ref.Code)
+		if g, ok := ref.Fields["gate"].(string); ok && g != "" {
+			reason = g
+		}
+		r.cfg.Metrics.PublishRefused(reason)
+	} else if err == nil {
+		r.cfg.Metrics.Outcome(string(out.Outcome))
+	}
+	return out, err
+}
+
+func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, error) {
 	opID := op.ID.String()
 	out := Written{WriteResult: engine.WriteResult{OpID: opID}}
 	if ref := r.admitWrite(opID); ref != nil {
