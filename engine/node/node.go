@@ -287,6 +287,11 @@ func (n *Node) OutOfService() *engine.Refusal {
 // seal), where writes and linearizable reads — every MCP read — refuse.
 func (n *Node) Unready() *engine.Refusal {
 	if ref := n.OutOfService(); ref != nil {
+		if ref.Code == engine.CodeStalled {
+			// The one alarm that takes a node out of service: /readyz
+			// names it beside the code.
+			ref = ref.With("alarm", statelog.AlarmApplierFaulted)
+		}
 		return ref
 	}
 	if n.cfg.Mode != ModeNormal {
