@@ -53,3 +53,16 @@ func refusalCode(res *mcp.CallToolResult, err error) string {
 	}
 	return obj.Refused
 }
+
+// actor names who asks on this surface, for the record's "by" and the
+// audit trail: a seat by its name, every other surface as the operator
+// (its token, or the assistant over stdio on the operator's machine).
+func (d Deps) actor(ctx context.Context) string {
+	if d.Surface == Seat {
+		if t, ok := TurnFrom(ctx); ok && t.Seat != "" {
+			return "seat:" + t.Seat
+		}
+		return "seat"
+	}
+	return "operator"
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/crewlet/crewlet/engine/audit"
 	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/ledger"
@@ -54,3 +55,6 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 	}
 	return st
 }
+
+// Audit is the node's audit trail (GET /api/v1/audit).
+func (n *Node) Audit() *audit.Trail { return &audit.Trail{DB: n.db, Replicas: n.replicas()} }

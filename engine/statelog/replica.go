@@ -243,7 +243,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, ddl := range []string{Schema, evictionSchema, ledger.Schema, r.cfg.Domain.Schema()} {
+	for _, ddl := range []string{Schema, evictionSchema, auditSchema, ledger.Schema, r.cfg.Domain.Schema()} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}

@@ -146,7 +146,7 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			settled = true
 			continue
 		}
-		data, err := r.encode(op, prop)
+		data, err := r.encode(ctx, op, prop)
 		if err != nil {
 			return out, err
 		}
@@ -227,9 +227,9 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 }
 
 // encode is the record a proposal appends under op, checked and encoded.
-func (r *Replica) encode(op Op, prop *Proposal) ([]byte, error) {
+func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, error) {
 	rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: op.ID.String(), Writer: r.cfg.Node,
-		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest}
+		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
 	var err error
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 		return nil, err
