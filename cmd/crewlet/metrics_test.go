@@ -131,6 +131,15 @@ func TestServeMetrics(t *testing.T) {
 	if code, _ := authGet(t, s, "/api/v1/work-items/NOPE-1", s.Token); code != http.StatusNotFound {
 		t.Fatalf("a read of an item that does not exist answered %d, want 404", code)
 	}
+	seat := streamableClient(t, s.BaseURL+"/seat/mcp", seatHeaders(s, "met"))
+	Call(t, seat, "list_projects", map[string]any{})
+	req, _ := http.NewRequest(http.MethodPost, s.BaseURL+"/api/v1/nodes/not%20a%20node/evict", nil)
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("evicting a malformed node name: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	after := scrape(t, s)
 
 	moved := func(name string, labels map[string]string, by float64) {
@@ -146,6 +155,8 @@ func TestServeMetrics(t *testing.T) {
 	moved("crewlet_tool_call_seconds", map[string]string{"tool": "get_work_item", "surface": "operator"}, 1)
 	moved("crewlet_refusals", map[string]string{"code": "not_found", "surface": "operator"}, 1)
 	moved("crewlet_refusals", map[string]string{"code": "not_found", "surface": "rest"}, 1)
+	moved("crewlet_refusals", map[string]string{"code": "invalid_argument", "surface": "operator_routes"}, 1)
+	moved("crewlet_tool_calls", map[string]string{"tool": "list_projects", "surface": "seat"}, 1)
 	moved("crewlet_statelog_barrier_appends", tracker, 1)
 	moved("crewlet_statelog_barrier_reads", tracker, 1)
 	moved("crewlet_statelog_apply_tx_seconds", tracker, 1)
