@@ -93,37 +93,8 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("/metrics without the token answered %d, want 401", code)
 	}
 	before := scrape(t, s)
+	checkHealthySeries(t, before)
 	tracker := map[string]string{"domain": "tracker"}
-	for _, name := range []string{"crewlet_statelog_apply_tx_aborts", "crewlet_statelog_apply_retries"} {
-		if v, ok := sample(before, name, tracker); !ok || v != 0 {
-			t.Errorf("%s{domain=tracker} = %v (present %v), want 0 on a healthy node", name, v, ok)
-		}
-	}
-	for _, gate := range []string{"evicted", "deleted"} {
-		if v, ok := sample(before, "crewlet_statelog_records_gated", map[string]string{"domain": "tracker", "gate": gate}); !ok || v != 0 {
-			t.Errorf("records_gated{gate=%s} = %v (present %v), want 0", gate, v, ok)
-		}
-	}
-	for _, name := range []string{"crewlet_statelog_seq", "crewlet_statelog_applied_through", "crewlet_statelog_lag_records",
-		"crewlet_statelog_log_bytes", "crewlet_statelog_log_ceiling_bytes", "crewlet_statelog_longest_tx_seconds",
-		"crewlet_statelog_longest_batch_records", "crewlet_ledger_rows"} {
-		for _, d := range []string{"tracker", "pages"} {
-			if _, ok := sample(before, name, map[string]string{"domain": d}); !ok {
-				t.Errorf("%s{domain=%s} is missing", name, d)
-			}
-		}
-	}
-	if _, ok := sample(before, "crewlet_ledger_watermark_seconds", nil); !ok {
-		t.Error("crewlet_ledger_watermark_seconds is missing")
-	}
-	if v, ok := sample(before, "crewlet_statelog_log_ceiling_bytes", tracker); !ok || v <= 0 {
-		t.Errorf("the tracker log's ceiling = %v, want the stream's byte ceiling", v)
-	}
-	for _, a := range []string{"records_gated", "deferral", "log_full_approaching", "applier_faulted"} {
-		if v, ok := sample(before, "crewlet_alarm", map[string]string{"name": a, "domain": "tracker"}); !ok || v != 0 {
-			t.Errorf("crewlet_alarm{name=%s} = %v (present %v), want 0 on a healthy node", a, v, ok)
-		}
-	}
 
 	c := s.HTTPClient(t)
 	exerciseTracker(t, c, "MET")
@@ -189,5 +160,42 @@ func refuseOverMCP(t *testing.T, c interface {
 	}
 	if !res.IsError || !strings.Contains(resultText(res), `"not_found"`) {
 		t.Fatalf("get_work_item of an item that does not exist: %s, want refused not_found", resultText(res))
+	}
+}
+
+// checkHealthySeries: a fresh node exposes the seeds' counters at zero,
+// each gauge for both domains, and every alarm down.
+func checkHealthySeries(t *testing.T, before map[string]*dto.MetricFamily) {
+	t.Helper()
+	tracker := map[string]string{"domain": "tracker"}
+	for _, name := range []string{"crewlet_statelog_apply_tx_aborts", "crewlet_statelog_apply_retries"} {
+		if v, ok := sample(before, name, tracker); !ok || v != 0 {
+			t.Errorf("%s{domain=tracker} = %v (present %v), want 0 on a healthy node", name, v, ok)
+		}
+	}
+	for _, gate := range []string{"evicted", "deleted"} {
+		if v, ok := sample(before, "crewlet_statelog_records_gated", map[string]string{"domain": "tracker", "gate": gate}); !ok || v != 0 {
+			t.Errorf("records_gated{gate=%s} = %v (present %v), want 0", gate, v, ok)
+		}
+	}
+	for _, name := range []string{"crewlet_statelog_seq", "crewlet_statelog_applied_through", "crewlet_statelog_lag_records",
+		"crewlet_statelog_log_bytes", "crewlet_statelog_log_ceiling_bytes", "crewlet_statelog_longest_tx_seconds",
+		"crewlet_statelog_longest_batch_records", "crewlet_ledger_rows"} {
+		for _, d := range []string{"tracker", "pages"} {
+			if _, ok := sample(before, name, map[string]string{"domain": d}); !ok {
+				t.Errorf("%s{domain=%s} is missing", name, d)
+			}
+		}
+	}
+	if _, ok := sample(before, "crewlet_ledger_watermark_seconds", nil); !ok {
+		t.Error("crewlet_ledger_watermark_seconds is missing")
+	}
+	if v, ok := sample(before, "crewlet_statelog_log_ceiling_bytes", tracker); !ok || v <= 0 {
+		t.Errorf("the tracker log's ceiling = %v, want the stream's byte ceiling", v)
+	}
+	for _, a := range []string{"records_gated", "deferral", "log_full_approaching", "applier_faulted"} {
+		if v, ok := sample(before, "crewlet_alarm", map[string]string{"name": a, "domain": "tracker"}); !ok || v != 0 {
+			t.Errorf("crewlet_alarm{name=%s} = %v (present %v), want 0 on a healthy node", a, v, ok)
+		}
 	}
 }
