@@ -14,6 +14,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
@@ -177,6 +178,11 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 		_, _ = w.Write([]byte("ok"))
 	})
 	root.Handle("/readyz", httpedge.Ready(n.Unready))
+	// The dashboard's page and assets carry no data and are what a browser
+	// loads before it has the token: Host and Origin rules only.
+	ui := mcp.HostGuard(opts, dashboard.Handler())
+	root.Handle("GET /{$}", ui)
+	root.Handle("GET /ui/", ui)
 	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, mcp.Guard(opts, api)))
 	return root
 }
