@@ -34,6 +34,7 @@ func (d Deps) writeHandler(name string, params []param, check func(args) *engine
 		if err != nil {
 			return Failed(ctx, d.logger(), name, "", err), nil
 		}
+		ctx = engine.WithActor(ctx, d.actor(ctx))
 		head, res, err := run(ctx, w, a)
 		if g, ok := res.(tracker.ItemWrite); ok {
 			// A gesture: several records in order, answered with its steps.

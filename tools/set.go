@@ -147,7 +147,7 @@ func Set(d Deps) []server.ServerTool {
 	for _, e := range catalogue {
 		if d.Surface.offers(e) && e.Needs(d) {
 			t, h := e.Build(d)
-			out = append(out, server.ServerTool{Tool: t, Handler: h})
+			out = append(out, server.ServerTool{Tool: t, Handler: d.observed(t.Name, h)})
 		}
 	}
 	return out

@@ -151,6 +151,9 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 	if a.Note != "" {
 		fmt.Fprintln(w, a.Note)
 	}
+	for _, al := range a.Alarms {
+		fmt.Fprintf(w, "ALARM %s (%s): %s\n", al.Name, al.Domain, al.Message)
+	}
 	for _, l := range a.Logs {
 		if l.Measured {
 			fmt.Fprintf(w, "log %s (%s): GEN %d, seq %d..%d, %d of %d bytes held (ordinary appends stop at %d)\n",

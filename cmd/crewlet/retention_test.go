@@ -26,13 +26,14 @@ func TestRetentionTable(t *testing.T) {
 			{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2, Seq: 40, AppliedThrough: 38}, Lag: &engine.Lag{Seq: 0, Seconds: &secs}}}},
 			{Node: "n2", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 1, Seq: 90, AppliedThrough: 90}, LeftGen: 1}}},
 			{Node: "n3", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2}}}},
-		}}
+		},
+		Alarms: []statelog.Alarm{{Name: statelog.AlarmDeferral, Domain: engine.DomainTracker, Message: "1 record(s) this build cannot decode"}}}
 	var b strings.Builder
 	if err := writeRetentionTable(&b, a); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet"} {
+	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet", "ALARM deferral (tracker): 1 record(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("retention table lacks %q:\n%s", want, out)
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
@@ -126,7 +127,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
+	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention(), n.Metrics())
 	// Nodes without the data role reach the estate through this node
 	// while its copy is in service, over the broker's client port or a
 	// peer's.
@@ -165,8 +166,9 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger *slog.Logger) http.Handler {
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", operatorMCP)
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages()), opts))
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages(), n.Metrics()), opts))
+	api.Handle("GET /metrics", n.MetricsHandler())
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit())...), Logger: logger}))
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	operator.MountCapacity(api, n, logger)
 	root := http.NewServeMux()
@@ -182,8 +184,26 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 	ui := mcp.HostGuard(opts, dashboard.Handler())
 	root.Handle("GET /{$}", ui)
 	root.Handle("GET /ui/", ui)
-	root.Handle("/", mcp.Guard(opts, api))
+	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, mcp.Guard(opts, api)))
 	return root
+}
+
+// surfaceOf names the surface an HTTP request is on, for the refusals
+// counted by surface: the MCP routes' own (a tool's refusal is counted by
+// the toolset; what is counted here is the guard's), the REST read path,
+// the operator's write routes, the metrics.
+func surfaceOf(r *http.Request) string {
+	switch {
+	case r.URL.Path == "/operator/mcp":
+		return "operator"
+	case r.URL.Path == "/seat/mcp":
+		return "seat"
+	case strings.HasPrefix(r.URL.Path, "/api/") && r.Method == http.MethodGet:
+		return "rest"
+	case strings.HasPrefix(r.URL.Path, "/api/"):
+		return "operator_routes"
+	}
+	return "http"
 }
 
 // announce logs the serving line: where the operator MCP is, where its

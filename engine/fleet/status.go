@@ -29,6 +29,9 @@ type Answer struct {
 	Node    string        `json:"node"`
 	Logs    []LogFigures  `json:"logs"`
 	Nodes   []NodeFigures `json:"nodes"`
+	// Alarms are the alarms up on the answering node (statelog.Alarms):
+	// records_gated, deferral, log_full_approaching, applier_faulted.
+	Alarms []statelog.Alarm `json:"alarms"`
 }
 
 // LogFigures is a log's state as this node reads it.
@@ -84,7 +87,10 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
-	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}}
+	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}, Alarms: []statelog.Alarm{}}
+	for _, r := range s.Replicas {
+		a.Alarms = append(a.Alarms, r.Alarms(ctx)...)
+	}
 	logs, lastTime := s.readLogs(ctx, &a)
 	positions, err := s.readPositions(ctx, &a)
 	if err != nil {

@@ -360,3 +360,6 @@ func (deletionGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.R
 	}
 	return false, nil
 }
+
+// Audited are the knowledge base's records the audit trail lists: a purge.
+func (Domain) Audited() []string { return []string{KindPurgePage} }

@@ -57,6 +57,9 @@ type Config struct {
 	Holder string
 	// Domains are the domains the node runs, in order (default Builtin()).
 	Domains []statelog.Spec
+	// DeferralGrace is how long a retained record waits before the
+	// deferral alarm names it (default the seeds' 30 minutes).
+	DeferralGrace time.Duration
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
 }

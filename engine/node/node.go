@@ -17,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/turns"
@@ -36,6 +37,7 @@ type Node struct {
 	beat    *fleet.Register
 	units   *turns.Units
 	estate  *estate.Server
+	metrics *metrics.Registry
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -54,7 +56,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode)}
+	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), metrics: metrics.New()}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -92,6 +94,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	sqlite.SetLogger(n.db, cfg.Logger)
 	if err := n.openReplicas(ctx); err != nil {
+		return n, err
+	}
+	if err := n.metrics.Register(metrics.NewStateCollector(n.metricsState)); err != nil {
 		return n, err
 	}
 	if n.beat, err = fleet.StartRegister(ctx, fleet.RegisterConfig{JS: n.broker.JS, Node: cfg.Name,
@@ -282,6 +287,11 @@ func (n *Node) OutOfService() *engine.Refusal {
 // seal), where writes and linearizable reads — every MCP read — refuse.
 func (n *Node) Unready() *engine.Refusal {
 	if ref := n.OutOfService(); ref != nil {
+		if ref.Code == engine.CodeStalled {
+			// The one alarm that takes a node out of service: /readyz
+			// names it beside the code.
+			ref = ref.With("alarm", statelog.AlarmApplierFaulted)
+		}
 		return ref
 	}
 	if full, free := n.broker.VolumeFull(); full {

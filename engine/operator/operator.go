@@ -70,7 +70,8 @@ func Mount(mux *http.ServeMux, cfg Config) {
 				answer(w, r, log, nil, err)
 				return
 			}
-			res, err := rt.Run(r.Context(), opts, v)
+			// Every route here is behind the operator's token.
+			res, err := rt.Run(engine.WithActor(r.Context(), "operator"), opts, v)
 			answer(w, r, log, res, err)
 		}))
 	}

@@ -37,6 +37,9 @@ type Record struct {
 	// Scope names every object the record may change, its own subject's
 	// object included.
 	Scope []string `json:"scope,omitempty"`
+	// By is who asked for the write ("operator", "seat:<seat>"), where the
+	// surface said: what the audit trail names. An older build ignores it.
+	By string `json:"by,omitempty"`
 	// Digest is the argument digest of the call that made the record, so
 	// an op id brought back with other arguments is told apart even when
 	// only the log holds its first copy.

@@ -48,12 +48,16 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 		// A batch is committed as one transaction or, where its records
 		// write more than MaxTxRows rows, as several, each ending at the
 		// record that reached the budget (a record is never split).
+		began := time.Now()
 		for start := 0; start < len(batch); {
 			n, ok := r.applyWithRetry(ctx, &cp, batch[start:])
 			if !ok {
 				return
 			}
 			start += n
+		}
+		if len(batch) > 0 {
+			r.cfg.Metrics.BatchApplied(time.Since(began))
 		}
 		if last && len(c) == 0 {
 			return
@@ -69,12 +73,16 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 	var lastErr error
 	backoff := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			r.cfg.Metrics.Retried()
+		}
 		t0 := time.Now()
 		next, applied, used, rows, err := r.applyBatch(ctx, *cp, batch)
 		if err == nil {
 			took := time.Since(t0)
 			r.drain.observe(applied, took)
 			r.stats.observe(applied, rows, took)
+			r.cfg.Metrics.TxApplied(took)
 			batch = batch[:used]
 			// The newest delivery, not the last: a redelivered older
 			// record can come after newer ones in the same batch.
@@ -105,6 +113,7 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			return used, true
 		}
 		lastErr = err
+		r.cfg.Metrics.TxAborted()
 		if attempt == 0 {
 			started = time.Now()
 			r.log.Warn(engine.EvApplyRetrying, engine.LogErr, err.Error(), engine.LogStream, r.stream,
@@ -229,6 +238,8 @@ func (r *Replica) afterCommit(ctx context.Context, gated []gatedLine) {
 	// The drop's only witness, written once, when the transaction that
 	// drops the record commits.
 	for _, g := range gated {
+		r.cfg.Metrics.Gated(g.gate)
+		r.alarms.gated(r.Position(g.seq), g.gate, g.writer, r.cfg.Clock.Now())
 		r.log.Warn(engine.EvRecordGated, engine.LogPosition, r.Position(g.seq).Token(), "kind", g.kind,
 			engine.LogWriter, g.writer, engine.LogGate, g.gate, engine.LogOpID, g.opID)
 	}
@@ -290,6 +301,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		scope, _ := json.Marshal(ue.Scope)
 		_, err := tx.ExecContext(ctx, `INSERT INTO statelog_retained(domain, seq, scope, scope_known, data) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
 			string(r.domain), d.Seq, string(scope), ue.ScopeKnown, d.Data)
+		r.alarms.retainedAt(d.Seq, d.Time)
 		return err == nil, nil, err
 	}
 	if contiguous {
@@ -336,6 +348,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 		r.gateChanged.Store(true)
 	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
+		return false, nil, err
+	}
+	if err := r.audit(ctx, tx, rec, d.Seq, d.Time); err != nil {
 		return false, nil, err
 	}
 	if rec.OpID != "" {

@@ -24,9 +24,11 @@ type barrierGroup struct {
 }
 
 type barrierCall struct {
-	done chan struct{}
-	seq  uint64
-	err  error
+	// reads is how many reads joined this call (under barrierGroup.mu).
+	reads int
+	done  chan struct{}
+	seq   uint64
+	err   error
 }
 
 // Barrier appends (or joins) a barrier record on the domain's barrier
@@ -35,13 +37,18 @@ type barrierCall struct {
 func (r *Replica) Barrier(ctx context.Context) (uint64, error) {
 	g := &r.barriers
 	if g.off.Load() {
-		return r.appendBarrier(ctx)
+		seq, err := r.appendBarrier(ctx)
+		if err == nil {
+			r.cfg.Metrics.BarrierAppended(1)
+		}
+		return seq, err
 	}
 	g.mu.Lock()
 	if g.next == nil {
 		g.next = &barrierCall{done: make(chan struct{})}
 	}
 	c := g.next
+	c.reads++
 	if !g.running {
 		g.running = true
 		g.next = nil
@@ -63,6 +70,12 @@ func (r *Replica) runBarriers(c *barrierCall) {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PublishTimeout)
 		c.seq, c.err = r.appendBarrier(ctx)
 		cancel()
+		g.mu.Lock()
+		reads := c.reads
+		g.mu.Unlock()
+		if c.err == nil {
+			r.cfg.Metrics.BarrierAppended(reads)
+		}
 		close(c.done)
 		g.mu.Lock()
 		c = g.next

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -89,6 +90,11 @@ type Config struct {
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error
+	// Metrics is the domain's counters (nil counts nothing).
+	Metrics *metrics.Domain
+	// DeferralGrace is how long a retained record may wait before the
+	// deferral alarm names it (default DefaultDeferralGrace).
+	DeferralGrace time.Duration
 }
 
 // Replica is one domain's replicated copy on this node: its applier, its
@@ -121,6 +127,9 @@ type Replica struct {
 	gateChanged atomic.Bool
 	// capacity holds the log's fill, for the ordinary ceiling.
 	capacity capacity
+	// alarms holds what the alarms read that no table keeps: the newest
+	// record a gate dropped, and when each retained record was appended.
+	alarms alarmState
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -169,6 +178,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.Generation == 0 {
 		cfg.Generation = 1
 	}
+	if cfg.DeferralGrace == 0 {
+		cfg.DeferralGrace = DefaultDeferralGrace
+	}
 	r := &Replica{
 		cfg:    cfg,
 		domain: cfg.Domain.Name(),
@@ -184,6 +196,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name()})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
 		r.gates = append(r.gates, gd.Gates()...)
+	}
+	for _, g := range r.gates {
+		cfg.Metrics.KnowGate(g.Name())
 	}
 	if err := r.migrate(ctx); err != nil {
 		return nil, err
@@ -228,7 +243,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, ddl := range []string{Schema, evictionSchema, ledger.Schema, r.cfg.Domain.Schema()} {
+	for _, ddl := range []string{Schema, evictionSchema, auditSchema, ledger.Schema, r.cfg.Domain.Schema()} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}

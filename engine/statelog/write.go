@@ -47,8 +47,24 @@ type Written struct {
 type Op = ledger.Call
 
 // Write runs the write path for one operation, in the order of
-// DESIGN.md's numbered steps.
+// DESIGN.md's numbered steps, and counts its answer: the outcome, or the
+// refusal by reason (the gate's name where what it appended applies
+// nowhere, as crewlet.statelog.publish.refusals counts it).
 func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, error) {
+	out, err := r.write(ctx, op, decide)
+	if ref, ok := engine.AsRefusal(err); ok {
+		reason := string(ref.Code)
+		if g, ok := ref.Fields["gate"].(string); ok && g != "" {
+			reason = g
+		}
+		r.cfg.Metrics.PublishRefused(reason)
+	} else if err == nil {
+		r.cfg.Metrics.Outcome(string(out.Outcome))
+	}
+	return out, err
+}
+
+func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, error) {
 	opID := op.ID.String()
 	out := Written{WriteResult: engine.WriteResult{OpID: opID}}
 	if ref := r.admitWrite(opID); ref != nil {
@@ -130,7 +146,7 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			settled = true
 			continue
 		}
-		data, err := r.encode(op, prop)
+		data, err := r.encode(ctx, op, prop)
 		if err != nil {
 			return out, err
 		}
@@ -213,9 +229,9 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 }
 
 // encode is the record a proposal appends under op, checked and encoded.
-func (r *Replica) encode(op Op, prop *Proposal) ([]byte, error) {
+func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, error) {
 	rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: op.ID.String(), Writer: r.cfg.Node,
-		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest}
+		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
 	var err error
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 		return nil, err

@@ -58,3 +58,6 @@ func (deletedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Re
 	}
 	return false, nil
 }
+
+// Audited are the tracker's records the audit trail lists: a purge.
+func (Domain) Audited() []string { return []string{KindPurge} }

@@ -12,8 +12,9 @@ type Unready func() *engine.Refusal
 // Ready answers /readyz. Like /healthz it wants no token: a load balancer
 // or an orchestrator asks it. /healthz says the process answers; /readyz
 // says the node serves: 200 {"ready": true}, or 503 with
-// {"ready": false, "refused": <code>, "message": ...} while unready names
-// a refusal (stalled, evicted, maintenance, ...).
+// {"ready": false, "refused": <code>, "message": ..., "alarm": <name>?}
+// while unready names a refusal (stalled, evicted, maintenance, ...) and,
+// where an alarm is what took the node out of service, its name.
 //
 // The message is the code table's sentence, not the refusal's own: the
 // latter can carry what only an operator should read (the error an
@@ -29,6 +30,10 @@ func Ready(unready Unready) http.Handler {
 		if ref := unready(); ref != nil {
 			obj := engine.RefuseDoc(ref.Code).Object()
 			obj["ready"] = false
+			if a, ok := ref.Fields["alarm"].(string); ok {
+				// The alarm that took the node out of service.
+				obj["alarm"] = a
+			}
 			writeJSON(w, http.StatusServiceUnavailable, obj)
 			return
 		}

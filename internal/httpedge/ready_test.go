@@ -47,7 +47,8 @@ func serveReady(t *testing.T, n *node.Node) *httptest.Server {
 // TestReadyzFollowsTheApplier: a real node answers 200 while it serves,
 // 503 stalled once its applier is faulted past the retry budget (an
 // injected apply failure), with the table's sentence and not the
-// applier's error, and 200 again once the failure clears.
+// applier's error, naming the applier_faulted alarm, and 200 again once
+// the failure clears.
 func TestReadyzFollowsTheApplier(t *testing.T) {
 	var failing atomic.Bool
 	hooks := node.Hooks{BeforeApplyCommit: func(engine.Domain, uint64) error {
@@ -73,7 +74,7 @@ func TestReadyzFollowsTheApplier(t *testing.T) {
 	}
 	enginetest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		code, body := readyz(t, ts)
-		if code != http.StatusServiceUnavailable || body["refused"] != string(engine.CodeStalled) || body["ready"] != false {
+		if code != http.StatusServiceUnavailable || body["refused"] != string(engine.CodeStalled) || body["ready"] != false || body["alarm"] != "applier_faulted" {
 			return fmt.Errorf("readyz %d %v", code, body)
 		}
 		if msg, _ := body["message"].(string); msg == "" || strings.Contains(msg, "disk on fire") {

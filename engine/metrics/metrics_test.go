@@ -1,0 +1,78 @@
+package metrics_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/crewlet/crewlet/engine/metrics"
+)
+
+// TestCountRefusals: a refusal answered on a wrapped surface is counted by
+// its code under the surface, its body reaching the client untouched; an
+// answer that is not a refusal is not counted, and a streaming answer
+// still flushes through the wrapper.
+func TestCountRefusals(t *testing.T) {
+	reg := metrics.New()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/refuse", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"refused":"not_found","message":"no such thing"}`)
+	})
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "gone", http.StatusGone)
+	})
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, _ *http.Request) {
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("the wrapper hides the flusher: %v", err)
+		}
+		io.WriteString(w, "data: ok\n\n")
+	})
+	ts := httptest.NewServer(reg.CountRefusals(func(r *http.Request) string { return "rest" }, mux))
+	defer ts.Close()
+	for _, path := range []string{"/refuse", "/refuse", "/plain", "/stream"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if path == "/refuse" && !strings.Contains(string(body), "no such thing") {
+			t.Fatalf("the refusal's body did not pass through: %q", body)
+		}
+	}
+	const want = `
+# HELP crewlet_refusals Refusals answered, by code and surface.
+# TYPE crewlet_refusals counter
+crewlet_refusals{code="not_found",surface="rest"} 2
+`
+	if err := testutil.GatherAndCompare(reg.Gatherer(), strings.NewReader(want), "crewlet_refusals"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegistriesApart: two nodes in one process have registries of their
+// own: a count on one is not seen on the other, which exposes its own
+// series at zero.
+func TestRegistriesApart(t *testing.T) {
+	a, b := metrics.New(), metrics.New()
+	a.Domain("tracker").TxAborted()
+	b.Domain("tracker")
+	const head = `
+# HELP crewlet_statelog_apply_tx_aborts Apply transactions rolled back (crewlet.statelog.apply.tx.aborts): zero on a healthy node; non-zero is the retry budget being spent.
+# TYPE crewlet_statelog_apply_tx_aborts counter
+`
+	for _, c := range []struct {
+		r    *metrics.Registry
+		want string
+	}{{a, "1"}, {b, "0"}} {
+		if err := testutil.GatherAndCompare(c.r.Gatherer(), strings.NewReader(head+`crewlet_statelog_apply_tx_aborts{domain="tracker"} `+c.want+"\n"), "crewlet_statelog_apply_tx_aborts"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
