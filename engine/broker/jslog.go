@@ -114,6 +114,11 @@ func classify(err error) error {
 		if ae.Code == 503 && strings.Contains(strings.ToLower(ae.Description), "quorum") {
 			return fmt.Errorf("%w: %s", statelog.ErrNoQuorum, ae.Description)
 		}
+		if ae.Code == 503 {
+			// "JetStream system temporarily unavailable": the cluster's
+			// meta layer is not up yet (a restart); nothing was decided.
+			return fmt.Errorf("%w: %s", statelog.ErrNoAnswer, ae.Description)
+		}
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) ||

@@ -19,7 +19,7 @@ func TestAuditReplicated(t *testing.T) {
 	c, item := clusterWithItem(t, ctx, "doomed")
 	ops := engine.WithActor(ctx, "operator")
 	p, err := c.Node(1).Tracker().PurgeWorkItem(ops, engine.WriteOptions{}, item.Key)
-	if err != nil || p.Outcome != engine.Applied {
+	if err != nil || (p.Outcome != engine.Applied && p.Outcome != engine.Pending) {
 		t.Fatalf("purge: %+v %v", p, err)
 	}
 	target := c.Node(2).Name()
@@ -27,10 +27,11 @@ func TestAuditReplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	re, err := c.Node(1).NodeGates().ReadmitNode(ops, engine.WriteOptions{}, target)
-	if err != nil || re.Outcome != engine.Applied {
+	if err != nil || (re.Outcome != engine.Applied && re.Outcome != engine.Pending) {
 		t.Fatalf("readmit: %+v %v", re, err)
 	}
-	// Every node applies through the last step of each log.
+	// Every node applies through the last step of each log (a loaded
+	// machine may have answered pending: the wait is the same).
 	for _, st := range re.Steps {
 		pos, _ := engine.ParsePosition(st.Position)
 		for i := 0; i < c.Size(); i++ {

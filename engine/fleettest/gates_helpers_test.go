@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
@@ -19,8 +20,18 @@ func clusterWithItem(t *testing.T, ctx context.Context, title string) (*fleettes
 		t.Fatal(err)
 	}
 	w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: title})
-	if err != nil || w.Item == nil {
+	if err != nil {
 		t.Fatal(w, err)
 	}
-	return c, w.Item
+	// A loaded machine may answer pending: wait for the apply, then read
+	// the item the create filed.
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, w.WriteResult, err)
+	if w.Item != nil {
+		return c, w.Item
+	}
+	read, err := svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, "ENG-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &read.Item
 }

@@ -265,6 +265,16 @@ func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, erro
 	said := false
 	for {
 		info, err := r.cfg.Log.Info(ctx)
+		if err != nil && (errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrNoQuorum)) && time.Now().Before(deadline) {
+			// A cluster coming back answers "temporarily unavailable"
+			// for a moment: ask again within the same wait.
+			select {
+			case <-ctx.Done():
+				return Checkpoint{}, info, ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			return Checkpoint{}, info, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
 		}
