@@ -145,6 +145,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
+	// What an earlier try of this batch noted never committed.
+	r.observers.reset()
 	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
@@ -198,6 +200,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	r.afterCommit(ctx, gated)
+	r.observers.tell()
 	return cp, applied, used, rows, nil
 }
 
@@ -343,6 +346,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
+	}
+	if !isNodeGate(rec.Kind) {
+		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)
 	}
 	return false, nil, nil
 }

@@ -121,6 +121,8 @@ type Replica struct {
 	gateChanged atomic.Bool
 	// capacity holds the log's fill, for the ordinary ceiling.
 	capacity capacity
+	// observers are told each commit's applied records (OnApplied).
+	observers observers
 
 	faultMu  sync.Mutex
 	faulted  bool
