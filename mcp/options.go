@@ -104,3 +104,22 @@ func listResources(d tools.Deps, logger *slog.Logger) server.OnAfterListResource
 		res.NextCursor = mcpgo.Cursor(next)
 	}
 }
+
+// Narrow removes from a proxy's server (a remote node's tools, a joined
+// node's) the operator tools f does not keep: the proxies list their
+// tools from the far side, so the filter applies by name.
+func Narrow(s *server.MCPServer, f tools.Filter) {
+	keep := map[string]bool{}
+	for _, t := range tools.FilteredDefinitions(tools.Operator, f) {
+		keep[t.Name] = true
+	}
+	var drop []string
+	for name := range s.ListTools() {
+		if !keep[name] {
+			drop = append(drop, name)
+		}
+	}
+	if len(drop) > 0 {
+		s.DeleteTools(drop...)
+	}
+}

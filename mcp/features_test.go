@@ -1,0 +1,58 @@
+package mcp
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/crewlet/crewlet/internal/mcptest"
+)
+
+// TestFeaturesOverHTTP: a real node's operator MCP over Streamable HTTP,
+// driven by mcp-go's client on the classic protocol: resource templates,
+// the listing, a read with its level, completions, prompts, log lines
+// after logging/setLevel, and a subscription told of a write to its item
+// by the node's applier.
+func TestFeaturesOverHTTP(t *testing.T) {
+	n := realNode(t)
+	relay := NewLogRelay()
+	logger := slog.New(relay.Handler(testLogger(t).Handler()))
+	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
+	mux := http.NewServeMux()
+	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: logger}))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+
+	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}),
+		transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := mcptest.Listen(c)
+	ctx := ctxT(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	k := caller{t, c}
+	k.applied("create_project", map[string]any{"key": "ENG", "name": "Engineering"})
+	k.applied("create_work_item", map[string]any{"project": "ENG", "title": "Login page times out", "tags": []any{"auth"}})
+	k.applied("create_work_item", map[string]any{"project": "ENG", "title": "Login times out on slow links"})
+	mcptest.CheckFeatures(ctx, t, c, notes, mcptest.Features{
+		Project: "ENG", Item: "ENG-1", Logging: true,
+		Update: func() {
+			k.applied("update_work_item", map[string]any{"key": "ENG-1", "status": "in_progress"})
+		},
+	})
+}
