@@ -29,9 +29,10 @@ type observers struct {
 // OnApplied calls fn after each batch commit with the records the batch
 // applied, in log order (a gated record, a second copy of an operation
 // and the framework's node-gate records are not among them). fn runs on
-// the applier, after the commit and before the acknowledgement: it must
-// not block or call back into the replica. The returned func stops the
-// calls.
+// the applier, after the commit (the batch's rows are readable) and
+// before the acknowledgement and the waiting writes are told: it must not
+// block, nor wait on this applier (a write, a read at a level that waits
+// for this node to apply). The returned func stops the calls.
 func (r *Replica) OnApplied(fn func([]Applied)) (stop func()) {
 	o := &r.observers
 	o.mu.Lock()
