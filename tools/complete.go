@@ -88,7 +88,7 @@ func matching(all []string, prefix string) *mcp.Completion {
 
 func (c Completer) projects(ctx context.Context) []string {
 	d := c.Deps
-	if !needs[Tracker](d) {
+	if !hasTracker(d) {
 		return nil
 	}
 	list, err := d.tracker().ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
@@ -117,7 +117,7 @@ func (c Completer) itemKeys(ctx context.Context, prefix, project string) []strin
 		}
 		return out
 	}
-	if !needs[Tracker](d) || checkProjectKey("project", project) != nil {
+	if !hasTracker(d) || checkProjectKey("project", project) != nil {
 		return nil
 	}
 	var out []string
@@ -133,7 +133,7 @@ func (c Completer) itemKeys(ctx context.Context, prefix, project string) []strin
 
 func (c Completer) spaces(ctx context.Context) []string {
 	d := c.Deps
-	if !needs[KB](d) {
+	if !hasKB(d) {
 		return nil
 	}
 	list, err := d.kb().ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
@@ -156,7 +156,7 @@ func (c Completer) pages(ctx context.Context, space string) []string {
 	}
 	var out []string
 	for _, s := range spaces {
-		if !needs[KB](d) || s == "" {
+		if !hasKB(d) || s == "" {
 			break
 		}
 		list, err := d.kb().ListPages(ctx, d.readOptions(ctx, engine.StreamPages), kb.PageFilter{Space: s, Limit: kb.MaxListLimit})
@@ -174,7 +174,7 @@ func (c Completer) pages(ctx context.Context, space string) []string {
 // when one is chosen.
 func (c Completer) tags(ctx context.Context, project string) []string {
 	d := c.Deps
-	if !needs[Tracker](d) || (project != "" && checkProjectKey("project", project) != nil) {
+	if !hasTracker(d) || (project != "" && checkProjectKey("project", project) != nil) {
 		return nil
 	}
 	var out []string

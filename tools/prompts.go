@@ -29,7 +29,7 @@ const promptItems = tracker.MaxListLimit
 // model that, with what to do and the tools to do it with. Under
 // --read-only they ask for proposals instead of writes.
 func Prompts(d Deps) []server.ServerPrompt {
-	if !needs[Tracker](d) || !d.Filter.keeps(Entry{Toolset: ToolsetTracker, Read: true}) {
+	if !hasTracker(d) {
 		return nil
 	}
 	project := mcp.WithArgument("project", mcp.RequiredArgument(), mcp.ArgumentDescription("Project key, like ENG."))

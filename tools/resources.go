@@ -60,14 +60,22 @@ type resourceKind struct {
 
 var resourceKinds = []resourceKind{
 	{ResourceWorkItem, prefixWorkItem, "work-item", "Work item",
-		"A work item by key (ENG-8): what get_work_item answers.", needs[Tracker], readWorkItem},
+		"A work item by key (ENG-8): what get_work_item answers.", hasTracker, readWorkItem},
 	{ResourceProject, prefixProject, "project", "Project",
-		"A project by key (ENG): key, name, counts.", needs[Tracker], readProject},
+		"A project by key (ENG): key, name, counts.", hasTracker, readProject},
 	{ResourcePage, prefixPage, "page", "Page",
-		"A knowledge-base page by id: what get_page answers.", needs[KB], readPage},
+		"A knowledge-base page by id: what get_page answers.", hasKB, readPage},
 	{ResourceSpace, prefixSpace, "space", "Space",
-		"A knowledge-base space by key: name, settings, page count.", needs[KB], readSpace},
+		"A knowledge-base space by key: name, settings, page count.", hasKB, readSpace},
 }
+
+// hasTracker and hasKB say d serves the domain's resources: it has the
+// service and its filter keeps the domain's reads (--toolsets).
+func hasTracker(d Deps) bool {
+	return needs[Tracker](d) && d.Filter.keeps(Entry{Toolset: ToolsetTracker, Read: true})
+}
+
+func hasKB(d Deps) bool { return needs[KB](d) && d.Filter.keeps(Entry{Toolset: ToolsetKB, Read: true}) }
 
 func readWorkItem(ctx context.Context, d Deps, key string) (any, error) {
 	if r := checkItemKey("key", key); r != nil {
@@ -211,7 +219,7 @@ func ListResources(ctx context.Context, d Deps, cursor string) (out []mcp.Resour
 // listKind appends the next stretch of the cursor's kind and moves the
 // cursor on; done says there is nothing after it.
 func (d Deps) listKind(ctx context.Context, c *listCursor, out []mcp.Resource) (_ []mcp.Resource, done bool, _ error) {
-	hasTracker, hasKB := needs[Tracker](d), needs[KB](d)
+	hasTracker, hasKB := hasTracker(d), hasKB(d)
 	switch c.Kind {
 	case 0:
 		if hasTracker {
