@@ -56,3 +56,42 @@ func TestFeaturesOverHTTP(t *testing.T) {
 		},
 	})
 }
+
+// TestSubscriptionsListen: on the stateless protocol (2026-07-28, mcp-go's
+// client's default) a subscription is a subscriptions/listen stream naming
+// the resource; a write to it is told on that stream, tagged with its id.
+func TestSubscriptionsListen(t *testing.T) {
+	n := realNode(t)
+	s := New(Options{Version: "test", Logger: testLogger(t), Applied: n}, n.Tracker(), n.Pages())
+	mux := http.NewServeMux()
+	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := mcptest.Listen(c)
+	start(t, c)
+	ctx := ctxT(t)
+	k := caller{t, c}
+	k.applied("create_project", map[string]any{"key": "ENG", "name": "Engineering"})
+	k.applied("create_work_item", map[string]any{"project": "ENG", "title": "One"})
+	const uri = "crewlet://work-items/ENG-1"
+	stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri}}, func(err error) { t.Errorf("listen: %v", err) })
+	if err != nil {
+		t.Fatalf("subscriptions/listen: %v", err)
+	}
+	defer stop()
+	if err := notes.Await(ctx, func(m mcpgo.JSONRPCNotification) bool {
+		return m.Method == mcpgo.MethodNotificationSubscriptionsAcknowledged
+	}); err != nil {
+		t.Fatalf("no acknowledgement of the subscription: %v", err)
+	}
+	k.applied("update_work_item", map[string]any{"key": "ENG-1", "title": "One, renamed"})
+	if err := notes.Await(ctx, func(m mcpgo.JSONRPCNotification) bool {
+		return m.Method == mcpgo.MethodNotificationResourceUpdated && m.Params.AdditionalFields["uri"] == uri && m.Params.Meta[mcpgo.MetaKeySubscriptionID] != nil
+	}); err != nil {
+		t.Errorf("no notifications/resources/updated on the listen stream: %v", err)
+	}
+}

@@ -22,6 +22,16 @@ type subs struct {
 	byScope map[string]map[string]map[string]bool
 	// bySession: session id -> URI -> scope, to unsubscribe.
 	bySession map[string]map[string]string
+	// listens are the open subscriptions/listen streams (protocol
+	// 2026-07-28), which carry their resource URIs themselves.
+	listens map[server.ClientSession]listen
+}
+
+// listen is one subscriptions/listen stream: its request id, which tags
+// every notification on it, and the scopes of its URIs.
+type listen struct {
+	id     any
+	scopes map[string][]string // scope -> URIs
 }
 
 // subscribe wires resources/subscribe and unsubscribe, a session's end,
@@ -29,7 +39,8 @@ type subs struct {
 // notifications/resources/updated {uri} when a record that may change it
 // applies on this node.
 func subscribe(s *server.MCPServer, hooks *server.Hooks, d tools.Deps, applied Applied, logger *slog.Logger) {
-	t := &subs{byScope: map[string]map[string]map[string]bool{}, bySession: map[string]map[string]string{}}
+	t := &subs{byScope: map[string]map[string]map[string]bool{}, bySession: map[string]map[string]string{}, listens: map[server.ClientSession]listen{}}
+	t.hookListen(hooks, d, logger)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
 		session := server.ClientSessionFromContext(ctx)
 		if session == nil {
@@ -62,7 +73,80 @@ func subscribe(s *server.MCPServer, hooks *server.Hooks, d tools.Deps, applied A
 				_ = s.SendNotificationToSpecificClient(session, mcpgo.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
 			}
 		}
+		t.tellListens(scopes)
 	})
+}
+
+// hookListen keeps the resource URIs of each subscriptions/listen stream
+// (protocol 2026-07-28) while it is open: mcp-go hands them only to a
+// session type of its own that keeps them, which none of its transports'
+// sessions is.
+func (t *subs) hookListen(hooks *server.Hooks, d tools.Deps, logger *slog.Logger) {
+	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcpgo.SubscriptionsListenRequest) {
+		session := server.ClientSessionFromContext(ctx)
+		uris := req.Params.Notifications.ResourceSubscriptions
+		if session == nil || id == nil || len(uris) == 0 {
+			return
+		}
+		l := listen{id: id, scopes: map[string][]string{}}
+		for _, uri := range uris {
+			scope, err := tools.ResourceScope(ctx, d, uri)
+			if err != nil {
+				logger.WarnContext(ctx, "resource_subscribe_unresolved", "uri", uri, engine.LogErr, err.Error())
+				continue
+			}
+			l.scopes[scope] = append(l.scopes[scope], uri)
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.listens[session] = l
+	})
+	end := func(ctx context.Context) {
+		if session := server.ClientSessionFromContext(ctx); session != nil {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			delete(t.listens, session)
+		}
+	}
+	hooks.AddAfterSubscriptionsListen(func(ctx context.Context, _ any, _ *mcpgo.SubscriptionsListenRequest, _ *mcpgo.SubscriptionsListenResult) {
+		end(ctx)
+	})
+	hooks.AddOnError(func(ctx context.Context, _ any, method mcpgo.MCPMethod, _ any, _ error) {
+		if method == mcpgo.MethodSubscriptionsListen {
+			end(ctx)
+		}
+	})
+}
+
+// tellListens sends notifications/resources/updated, tagged with the
+// stream's id, on every open stream that names a resource of scopes.
+func (t *subs) tellListens(scopes []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for session, l := range t.listens {
+		told := map[string]bool{}
+		for _, sc := range scopes {
+			for _, uri := range l.scopes[sc] {
+				if told[uri] {
+					continue
+				}
+				told[uri] = true
+				n := mcpgo.JSONRPCNotification{JSONRPC: mcpgo.JSONRPC_VERSION, Notification: mcpgo.Notification{
+					Method: mcpgo.MethodNotificationResourceUpdated,
+					Params: mcpgo.NotificationParams{
+						Meta:             map[string]any{mcpgo.MetaKeySubscriptionID: l.id},
+						AdditionalFields: map[string]any{"uri": uri},
+					},
+				}}
+				select {
+				case session.NotificationChannel() <- n:
+				default:
+					// A full stream misses it rather than holding up the
+					// applier.
+				}
+			}
+		}
+	}
 }
 
 func (t *subs) add(session, uri, scope string) {

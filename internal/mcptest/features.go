@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -240,24 +238,10 @@ func checkLogging(ctx context.Context, t testing.TB, c *client.Client, notes *No
 	}
 }
 
-// subscribeIDs are the ids of the requests subscribe sends, far above
-// the client's own.
-var subscribeIDs atomic.Int64
-
-func init() { subscribeIDs.Store(1 << 40) }
-
-// subscribe sends resources/subscribe (mcp-go's client has no method
-// for it).
+// subscribe sends resources/subscribe.
 func subscribe(ctx context.Context, c *client.Client, uri string) error {
-	res, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(subscribeIDs.Add(1)), Method: "resources/subscribe",
-		Params: map[string]any{"uri": uri},
-	})
-	if err != nil {
-		return err
-	}
-	if res.Error != nil {
-		return fmt.Errorf("%d %s", res.Error.Code, res.Error.Message)
-	}
-	return nil
+	req := mcp.SubscribeRequest{}
+	req.Params.URI = uri
+	//nolint:staticcheck // resources/subscribe is the classic protocol's, which this checks.
+	return c.Subscribe(ctx, req)
 }
