@@ -60,9 +60,13 @@ func TestFeaturesOverHTTP(t *testing.T) {
 // TestSubscriptionsListen: on the stateless protocol (2026-07-28, mcp-go's
 // client's default) a subscription is a subscriptions/listen stream naming
 // the resource; a write to it is told on that stream, tagged with its id.
+// A request that names a log level gets the lines its handling logs (a
+// URI the stream cannot follow).
 func TestSubscriptionsListen(t *testing.T) {
 	n := realNode(t)
-	s := New(Options{Version: "test", Logger: testLogger(t), Applied: n}, n.Tracker(), n.Pages())
+	relay := NewLogRelay()
+	logger := slog.New(relay.Handler(testLogger(t).Handler()))
+	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
 	mux := http.NewServeMux()
 	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: testLogger(t)}))
 	ts := httptest.NewServer(mux)
@@ -77,8 +81,13 @@ func TestSubscriptionsListen(t *testing.T) {
 	k := caller{t, c}
 	k.applied("create_project", map[string]any{"key": "ENG", "name": "Engineering"})
 	k.applied("create_work_item", map[string]any{"project": "ENG", "title": "One"})
-	const uri = "crewlet://work-items/ENG-1"
-	stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri}}, func(err error) { t.Errorf("listen: %v", err) })
+	const uri, ghost = "crewlet://work-items/ENG-1", "crewlet://work-items/ENG-99"
+	level := mcpgo.SetLevelRequest{}
+	level.Params.Level = mcpgo.LoggingLevelWarning
+	if err := c.SetLevel(ctx, level); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := c.ListenAsync(ctx, mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri, ghost}}, func(err error) { t.Errorf("listen: %v", err) })
 	if err != nil {
 		t.Fatalf("subscriptions/listen: %v", err)
 	}
@@ -87,6 +96,12 @@ func TestSubscriptionsListen(t *testing.T) {
 		return m.Method == mcpgo.MethodNotificationSubscriptionsAcknowledged
 	}); err != nil {
 		t.Fatalf("no acknowledgement of the subscription: %v", err)
+	}
+	if err := notes.Await(ctx, func(m mcpgo.JSONRPCNotification) bool {
+		data, _ := m.Params.AdditionalFields["data"].(map[string]any)
+		return m.Method == "notifications/message" && data["msg"] == "resource_subscribe_unresolved" && data["uri"] == ghost
+	}); err != nil {
+		t.Errorf("no notifications/message for the URI the stream cannot follow: %v", err)
 	}
 	k.applied("update_work_item", map[string]any{"key": "ENG-1", "title": "One, renamed"})
 	if err := notes.Await(ctx, func(m mcpgo.JSONRPCNotification) bool {

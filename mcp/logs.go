@@ -22,16 +22,21 @@ type LogRelay struct {
 	mu sync.Mutex
 	// levels: the sessions that asked, by server, and the level asked.
 	levels map[*server.MCPServer]map[string]mcpgo.LoggingLevel
+	// servers are the servers attached: only their requests get lines.
+	servers map[*server.MCPServer]bool
 }
 
 // NewLogRelay is a relay with no client yet.
 func NewLogRelay() *LogRelay {
-	return &LogRelay{levels: map[*server.MCPServer]map[string]mcpgo.LoggingLevel{}}
+	return &LogRelay{levels: map[*server.MCPServer]map[string]mcpgo.LoggingLevel{}, servers: map[*server.MCPServer]bool{}}
 }
 
 // attach takes s's clients' logging/setLevel and forgets a client when
 // its session ends.
 func (r *LogRelay) attach(s *server.MCPServer, hooks *server.Hooks) {
+	r.mu.Lock()
+	r.servers[s] = true
+	r.mu.Unlock()
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcpgo.SetLevelRequest, _ *mcpgo.EmptyResult) {
 		session := server.ClientSessionFromContext(ctx)
 		if session == nil {
@@ -79,10 +84,46 @@ func (r *LogRelay) wants(l slog.Level) bool {
 	return false
 }
 
+// sendToRequester sends a line logged while serving a request of the
+// stateless protocol (2026-07-28), which has no logging/setLevel: the
+// request names its level in _meta and gets the lines at or above it
+// that its own handling logs, on its own response (mcp-go sends nothing
+// to a request that named no level).
+func (r *LogRelay) sendToRequester(ctx context.Context, rec slog.Record, attrs []slog.Attr) {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	if info == nil || !info.Modern || info.LogLevel == "" {
+		return
+	}
+	s := server.ServerFromContext(ctx)
+	if s == nil || !r.attached(s) {
+		return
+	}
+	_ = s.SendLogMessageToClient(ctx, r.notification(rec, attrs))
+}
+
+func (r *LogRelay) attached(s *server.MCPServer) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.servers[s]
+	return ok
+}
+
 // send sends one line to every client that asked for its level. The
 // sends do not block (a full channel drops the line for that client) and
 // log nothing, so a line can never beget another.
 func (r *LogRelay) send(rec slog.Record, attrs []slog.Attr) {
+	n := r.notification(rec, attrs)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s, sessions := range r.levels {
+		for id := range sessions {
+			_ = s.SendLogMessageToSpecificClient(id, n)
+		}
+	}
+}
+
+// notification is a line as notifications/message.
+func (r *LogRelay) notification(rec slog.Record, attrs []slog.Attr) mcpgo.LoggingMessageNotification {
 	data := map[string]any{"msg": rec.Message, "time": rec.Time}
 	name := "crewlet"
 	add := func(a slog.Attr) bool {
@@ -96,14 +137,7 @@ func (r *LogRelay) send(rec slog.Record, attrs []slog.Attr) {
 		add(a)
 	}
 	rec.Attrs(add)
-	n := mcpgo.NewLoggingMessageNotification(mcpLevel(rec.Level), name, data)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for s, sessions := range r.levels {
-		for id := range sessions {
-			_ = s.SendLogMessageToSpecificClient(id, n)
-		}
-	}
+	return mcpgo.NewLoggingMessageNotification(mcpLevel(rec.Level), name, data)
 }
 
 // Handler wraps base: every line still goes to base (where base takes its
@@ -119,13 +153,18 @@ type relayHandler struct {
 }
 
 func (h *relayHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.base.Enabled(ctx, l) || h.relay.wants(l)
+	if h.base.Enabled(ctx, l) || h.relay.wants(l) {
+		return true
+	}
+	info := server.RequestProtocolInfoFromContext(ctx)
+	return info != nil && info.Modern && info.LogLevel != "" && mcpLevel(l).ShouldSendTo(info.LogLevel)
 }
 
 func (h *relayHandler) Handle(ctx context.Context, rec slog.Record) error {
 	if h.relay.wants(rec.Level) {
 		h.relay.send(rec, h.attrs)
 	}
+	h.relay.sendToRequester(ctx, rec, h.attrs)
 	if h.base.Enabled(ctx, rec.Level) {
 		return h.base.Handle(ctx, rec)
 	}
