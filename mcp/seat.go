@@ -26,13 +26,18 @@ const seatInstructions = "Crewlet is a replicated work tracker. You call its too
 // NewSeatServer builds the seat MCP server over the node's services: the
 // seat toolset, whose ids derive from the unit of work in units.
 func NewSeatServer(units tools.Units, version string, logger *slog.Logger, services ...any) *server.MCPServer {
-	s := server.NewMCPServer(ServerName, version,
-		server.WithToolCapabilities(false),
-		server.WithInstructions(seatInstructions),
-		server.WithToolHandlerMiddleware(recovery(componentLogger(logger))),
-	)
-	s.AddTools(tools.Set(tools.Deps{Services: services, Logger: logger, Surface: tools.Seat, Units: units})...)
-	return s
+	return NewSeat(units, Options{Version: version, Logger: logger}, services...)
+}
+
+// NewSeat is NewSeatServer with options: the seat toolset narrowed by
+// o.Filter, with the resources (read as a seat reads: floored at the
+// turn's trigger), prompts and completions. The seat surface is
+// stateless, so it keeps no subscription and sends no log line: o.Applied
+// and o.Logs are not used.
+func NewSeat(units tools.Units, o Options, services ...any) *server.MCPServer {
+	o.Applied, o.Logs = nil, nil
+	d := tools.Deps{Services: services, Logger: o.Logger, Surface: tools.Seat, Units: units, Filter: o.Filter}
+	return build(d, o, seatInstructions)
 }
 
 // SeatHandler is /seat/mcp over Streamable HTTP behind Guard: stateless

@@ -21,22 +21,10 @@ const instructions = "Crewlet is a replicated work tracker. Reads answer at line
 	"Every write answers an op_id and an outcome: applied; pending (durable, do not retry); unknown (call again with the same arguments and that op_id). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
-// NewServer builds the operator/assistant MCP server over the node's
-// services (each domain's, the node gates, the replication answer): the
-// operator toolset, with recovery (a panicking handler answers internal
-// and is logged, the process keeps serving).
-func NewServer(version string, logger *slog.Logger, services ...any) *server.MCPServer {
-	s := newBareServer(version, componentLogger(logger))
-	// tools adds the component key itself.
-	s.AddTools(tools.Set(tools.Deps{Services: services, Logger: logger, Surface: tools.Operator})...)
-	return s
-}
-
-// newBareServer is a server with Crewlet's options and no tools.
-//
-// mcp-go's input schema validation stays off: the tools parse their
-// arguments strictly themselves and refuse with sentences a model can act
-// on, where mcp-go's messages read like "/limit: &{Got:500/1 Want:50/1}".
+// newBareServer is a server with Crewlet's options and no tools: the
+// proxies' (a remote node's, a data node's through the estate), which
+// forward tool calls alone. mcp-go's input schema validation stays off
+// (see build).
 func newBareServer(version string, logger *slog.Logger) *server.MCPServer {
 	return server.NewMCPServer(ServerName, version,
 		server.WithToolCapabilities(false),

@@ -37,9 +37,9 @@ const (
 
 func init() {
 	register(
-		Entry{Build: EvictNode, OperatorOnly: true, Needs: needs[Fleet]},
-		Entry{Build: ReadmitNode, OperatorOnly: true, Needs: needs[Fleet]},
-		Entry{Build: RetentionStatus, Read: true, OperatorOnly: true, Needs: needs[Retention]},
+		Entry{Build: EvictNode, OperatorOnly: true, Needs: needs[Fleet], Toolset: ToolsetFleet},
+		Entry{Build: ReadmitNode, OperatorOnly: true, Needs: needs[Fleet], Toolset: ToolsetFleet},
+		Entry{Build: RetentionStatus, Read: true, OperatorOnly: true, Needs: needs[Retention], Toolset: ToolsetFleet},
 	)
 }
 

@@ -43,15 +43,15 @@ const (
 func init() {
 	kb := needs[KB]
 	register(
-		Entry{Build: ListSpaces, Read: true, Needs: kb},
-		Entry{Build: GetPage, Read: true, Needs: kb},
-		Entry{Build: ListPages, Read: true, Needs: kb},
-		Entry{Build: SearchKnowledge, Read: true, Needs: kb},
-		Entry{Build: CreateSpace, Needs: kb},
-		Entry{Build: UpdateSpace, Needs: kb},
-		Entry{Build: CreatePage, Needs: kb},
-		Entry{Build: UpdatePage, Needs: kb},
-		Entry{Build: PurgePage, OperatorOnly: true, Needs: kb},
+		Entry{Build: ListSpaces, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: GetPage, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: ListPages, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: SearchKnowledge, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: CreateSpace, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: UpdateSpace, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: CreatePage, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: UpdatePage, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: PurgePage, OperatorOnly: true, Needs: kb, Toolset: ToolsetKB},
 	)
 }
 

@@ -41,6 +41,8 @@ type Deps struct {
 	Surface Surface
 	// Units derives a seat's op ids (the seat surface only).
 	Units Units
+	// Filter narrows the surface's toolset (--toolsets, --read-only).
+	Filter Filter
 }
 
 // service is the first of d's services that is a T.
@@ -116,6 +118,9 @@ type Entry struct {
 	OperatorOnly bool
 	// Needs says whether d has the service the tool calls.
 	Needs func(d Deps) bool
+	// Toolset is the group --toolsets names the tool by (ToolsetTracker,
+	// ToolsetKB, ToolsetFleet).
+	Toolset string
 }
 
 // catalogue is every tool once, each domain's entries registered by its
@@ -145,9 +150,9 @@ func Set(d Deps) []server.ServerTool {
 	mustSurface(d.Surface)
 	var out []server.ServerTool
 	for _, e := range catalogue {
-		if d.Surface.offers(e) && e.Needs(d) {
+		if d.Surface.offers(e) && d.Filter.keeps(e) && e.Needs(d) {
 			t, h := e.Build(d)
-			out = append(out, server.ServerTool{Tool: t, Handler: d.observed(t.Name, h)})
+			out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, h)})
 		}
 	}
 	return out
@@ -156,13 +161,16 @@ func Set(d Deps) []server.ServerTool {
 // Definitions are the tools of a surface with every domain, without
 // their handlers: what a node without the data role offers, sending each
 // call on to a data node.
-func Definitions(s Surface) []mcp.Tool {
+func Definitions(s Surface) []mcp.Tool { return FilteredDefinitions(s, Filter{}) }
+
+// FilteredDefinitions are Definitions narrowed by f.
+func FilteredDefinitions(s Surface, f Filter) []mcp.Tool {
 	mustSurface(s)
 	var out []mcp.Tool
 	for _, e := range catalogue {
-		if s.offers(e) {
+		if s.offers(e) && f.keeps(e) {
 			t, _ := e.Build(Deps{Surface: s})
-			out = append(out, t)
+			out = append(out, s.annotate(t, e))
 		}
 	}
 	return out

@@ -34,19 +34,19 @@ type Tracker interface {
 func init() {
 	tracker := needs[Tracker]
 	register(
-		Entry{Build: ListProjects, Read: true, Needs: tracker},
-		Entry{Build: GetWorkItem, Read: true, Needs: tracker},
-		Entry{Build: ListWorkItems, Read: true, Needs: tracker},
-		Entry{Build: SearchWorkItems, Read: true, Needs: tracker},
-		Entry{Build: CreateProject, Needs: tracker},
-		Entry{Build: CreateWorkItem, Needs: tracker},
-		Entry{Build: UpdateWorkItem, Needs: tracker},
-		Entry{Build: CommentOnWorkItem, Needs: tracker},
-		Entry{Build: MoveWorkItem, Needs: tracker},
-		Entry{Build: MergeWorkItems, Needs: tracker},
-		Entry{Build: TrashWorkItem, Needs: tracker},
-		Entry{Build: RestoreWorkItem, Needs: tracker},
-		Entry{Build: PurgeWorkItem, OperatorOnly: true, Needs: tracker},
+		Entry{Build: ListProjects, Read: true, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: GetWorkItem, Read: true, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: ListWorkItems, Read: true, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: SearchWorkItems, Read: true, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: CreateProject, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: CreateWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: UpdateWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: CommentOnWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: MoveWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: MergeWorkItems, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: TrashWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: RestoreWorkItem, Needs: tracker, Toolset: ToolsetTracker},
+		Entry{Build: PurgeWorkItem, OperatorOnly: true, Needs: tracker, Toolset: ToolsetTracker},
 	)
 }
 

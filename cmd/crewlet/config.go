@@ -28,6 +28,7 @@ type Config struct {
 	Store    StoreSection    `yaml:"store"`
 	Operator OperatorSection `yaml:"operator"`
 	HTTP     HTTPSection     `yaml:"http"`
+	MCP      MCPSection      `yaml:"mcp"`
 }
 
 // NodeSection is node.*.
@@ -302,6 +303,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := token.Check(c.Operator.Token); err != nil {
+		return err
+	}
+	if _, err := c.MCP.Filter(); err != nil {
 		return err
 	}
 	return c.HTTPConfig().Validate()

@@ -15,6 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/tools"
 )
 
 // MCPCommand is `crewlet mcp`: MCP over stdio for one assistant. stdout
@@ -31,6 +32,8 @@ type mcpOptions struct {
 	Token     string // with NodeURL: the operator token; with Join: stream.client.token
 	Join      []string
 	LogFormat string
+	// Filter narrows the toolset (--toolsets, --read-only, mcp.*).
+	Filter tools.Filter
 }
 
 func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
@@ -42,6 +45,7 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	join := fs.String("join", "", "join the fleet as a node without data: the brokers' client `URL`s (nats://host:4222, comma-separated); calls go to a sound data node")
 	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+token.EnvOperator+"), or stream.client.token for --join (default: $"+token.EnvStream+")")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	filters := addFilterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, against a running node with --node URL, or as a node without data with --join URL.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -50,34 +54,49 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 		return mcpOptions{}, err
 	}
 	o := mcpOptions{DataDir: *dataDir, LogFormat: *logFormat}
-	if *join != "" {
-		return c.parseJoin(fs, o, *join, *nodeURL, *configPath, *tokenFile)
+	o, err := c.parseMode(fs, o, *join, *nodeURL, *configPath, *tokenFile, *dataDir)
+	if err != nil {
+		return o, err
 	}
-	if *nodeURL == "" {
-		if *tokenFile != "" {
+	// The flags override the file's mcp.*.
+	filters.apply(&o.Config.MCP)
+	if o.Filter, err = o.Config.MCP.Filter(); err != nil {
+		return o, usageErrorf("--toolsets: %s", reason(err))
+	}
+	return o, nil
+}
+
+// parseMode resolves how this stdio server runs: embedded on a data
+// directory, against a running node (--node) or joined (--join).
+func (c *MCPCommand) parseMode(fs *flag.FlagSet, o mcpOptions, join, nodeURL, configPath, tokenFile, dataDir string) (mcpOptions, error) {
+	if join != "" {
+		return c.parseJoin(fs, o, join, nodeURL, configPath, tokenFile)
+	}
+	if nodeURL == "" {
+		if tokenFile != "" {
 			return o, usageErrorf("--token-file needs --node URL")
 		}
-		if *configPath != "" {
-			cfg, err := LoadConfig(*configPath)
+		if configPath != "" {
+			cfg, err := LoadConfig(configPath)
 			if err != nil {
 				return o, err
 			}
 			o.Config = cfg
 		}
-		if *dataDir == "" {
+		if dataDir == "" {
 			return o, usageErrorf("--data must name a directory")
 		}
 		return o, nil
 	}
-	if flagSet(fs, "data") || *configPath != "" {
+	if flagSet(fs, "data") || configPath != "" {
 		return o, usageErrorf("--node URL uses a running node: --data and --config belong to an embedded one")
 	}
-	u, err := OperatorMCPURL(*nodeURL)
+	u, err := OperatorMCPURL(nodeURL)
 	if err != nil {
 		return o, err
 	}
 	o.NodeURL = u
-	tok, found, err := token.Find(*tokenFile, token.EnvOperator, "")
+	tok, found, err := token.Find(tokenFile, token.EnvOperator, "")
 	if err != nil {
 		return o, tokenFileError(err)
 	}
@@ -146,6 +165,9 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every line also goes to the client, if it asks (logging/setLevel).
+	relay := mcp.NewLogRelay()
+	logger = slog.New(relay.Handler(logger.Handler()))
 	c.logsTo(logger, o.LogFormat)
 
 	if len(o.Join) > 0 {
@@ -161,7 +183,8 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 				logger.Warn("remote close failed", engine.LogErr, err)
 			}
 		}()
-		logger.Info("serving MCP on stdio", "node_url", o.NodeURL)
+		mcp.Narrow(srv, o.Filter)
+		logger.Info("serving MCP on stdio", "node_url", o.NodeURL, "toolsets", o.Filter.String())
 		return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 	}
 
@@ -179,13 +202,14 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 			logger.Error("node close failed", engine.LogErr, err)
 		}
 	}()
-	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
+	services := []any{n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()}
+	srv := mcp.New(mcp.Options{Version: Version(), Logger: logger, Filter: o.Filter, Applied: n, Logs: relay}, services...)
 	// A data node serves the estate to nodes without data whatever its
-	// surface.
-	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {
+	// surface, every tool whatever its filter.
+	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, services...))); err != nil {
 		return err
 	}
-	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir)
+	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir, "toolsets", o.Filter.String())
 	return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 }
 
@@ -198,6 +222,8 @@ func (c *MCPCommand) runJoined(ctx context.Context, o mcpOptions, logger *slog.L
 		return fmt.Errorf("--join: %w; check the URL and the token (stream.client.token)", err)
 	}
 	defer es.Close()
-	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","))
-	return mcp.ServeStdio(ctx, mcp.NewJoinedServer(es, Version(), logger), c.Stdin, c.Stdout, logger)
+	srv := mcp.NewJoinedServer(es, Version(), logger)
+	mcp.Narrow(srv, o.Filter)
+	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","), "toolsets", o.Filter.String())
+	return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 }

@@ -42,6 +42,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+httpedge.DefaultListen+")")
 	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	filters := addFilterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet serve [flags]\n\nRun a node and serve the operator MCP at http://ADDR/operator/mcp.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -64,6 +65,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	if *listen != "" {
 		o.Config.HTTP.Listen = *listen
 	}
+	filters.apply(&o.Config.MCP)
 	// The file was checked on its own; this checks the flags' values in it.
 	if err := o.Config.Validate(); err != nil {
 		return o, err
@@ -88,6 +90,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every line of the node also goes to the MCP clients that ask for it
+	// (logging/setLevel).
+	relay := mcp.NewLogRelay()
+	logger = slog.New(relay.Handler(logger.Handler()))
 	c.logsTo(logger, o.LogFormat)
 	maxConns, err := connectionLimit(o.HTTP.MaxConnections, logger)
 	if err != nil {
@@ -127,14 +133,19 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
 	}
-	srv := mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention(), n.Metrics())
+	// Validated in parse.
+	filter, _ := o.Config.MCP.Filter()
+	mo := mcp.Options{Version: Version(), Logger: logger, Filter: filter, Applied: n, Logs: relay}
+	srv := mcp.New(mo, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention(), n.Metrics())
 	// Nodes without the data role reach the estate through this node
 	// while its copy is in service, over the broker's client port or a
 	// peer's.
-	if err := n.ServeEstate(mcp.EstateHandler(srv)); err != nil {
+	// The estate answers nodes without data, which narrow their own
+	// surfaces: it offers every tool whatever this node's filter.
+	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))); err != nil {
 		return err
 	}
-	root := routes(n, mcp.OperatorHandler(srv, opts), opts, logger)
+	root := routes(n, mcp.OperatorHandler(srv, opts), opts, mo)
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
@@ -163,10 +174,11 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 // routes is the node's HTTP surface: the operator MCP (operatorMCP) and
 // the seat MCP, the REST reads and the operator routes behind the guard
 // (token, origin), and the health checks, which want no token.
-func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger *slog.Logger) http.Handler {
+func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp.Options) http.Handler {
+	logger := mo.Logger
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", operatorMCP)
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages(), n.Metrics()), opts))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), opts))
 	api.Handle("GET /metrics", n.MetricsHandler())
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit())...), Logger: logger}))
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})

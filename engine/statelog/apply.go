@@ -154,6 +154,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
+	// What an earlier try of this batch noted never committed.
+	r.observers.reset()
 	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
@@ -207,6 +209,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	r.afterCommit(ctx, gated)
+	r.observers.tell()
 	return cp, applied, used, rows, nil
 }
 
@@ -358,6 +361,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
+	}
+	if !isNodeGate(rec.Kind) {
+		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)
 	}
 	return false, nil, nil
 }

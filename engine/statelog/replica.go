@@ -130,6 +130,8 @@ type Replica struct {
 	// alarms holds what the alarms read that no table keeps: the newest
 	// record a gate dropped, and when each retained record was appended.
 	alarms alarmState
+	// observers are told each commit's applied records (OnApplied).
+	observers observers
 
 	faultMu  sync.Mutex
 	faulted  bool

@@ -18,40 +18,9 @@
 
 import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
+import { connect as connectPlan } from "./connect.mjs";
 
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
-
-async function connect() {
-  const info = { name: `crewlet-harness-${plan.sdk}`, version: "0.0.0" };
-  if (plan.sdk === "v1") {
-    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-    const client = new Client(info);
-    let transport;
-    if (plan.transport.kind === "stdio") {
-      const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-      transport = new StdioClientTransport({ command: plan.transport.command, args: plan.transport.args, stderr: "inherit" });
-    } else {
-      const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
-      transport = new StreamableHTTPClientTransport(new URL(plan.transport.url), { requestInit: { headers: plan.transport.headers } });
-    }
-    await client.connect(transport);
-    return { client, protocol: transport.protocolVersion ?? "" };
-  }
-  if (plan.sdk === "v2") {
-    const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
-    const client = new Client(info);
-    let transport;
-    if (plan.transport.kind === "stdio") {
-      const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
-      transport = new StdioClientTransport({ command: plan.transport.command, args: plan.transport.args, stderr: "inherit" });
-    } else {
-      transport = new StreamableHTTPClientTransport(new URL(plan.transport.url), { requestInit: { headers: plan.transport.headers } });
-    }
-    await client.connect(transport);
-    return { client, protocol: client.getNegotiatedProtocolVersion?.() ?? "" };
-  }
-  throw new Error(`unknown sdk ${plan.sdk}`);
-}
 
 // expand replaces ${VAR} in every string of v: a string that is exactly
 // one reference takes the value as it is (a number stays a number).
@@ -127,7 +96,7 @@ function check(step, result, vars) {
 const report = { sdk: plan.sdk, protocol: "", tools: [], results: [] };
 let client;
 try {
-  const c = await connect();
+  const c = await connectPlan(plan);
   client = c.client;
   report.protocol = c.protocol;
   const listed = await client.listTools();
