@@ -145,8 +145,22 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	// A clustered stream without a leader is answered by a member from its
 	// own copy, naming no leader.
 	leaderless := info.Cluster != nil && info.Config.Replicas > 1 && info.Cluster.Leader == ""
+	leader := ""
+	if info.Cluster != nil {
+		leader = info.Cluster.Leader
+	}
 	return statelog.LogInfo{FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Bytes: info.State.Bytes,
-		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless}, nil
+		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless, Leader: leader}, nil
+}
+
+// PurgeThrough removes every record at or below seq (the broker's purge
+// keeps seq+1 on). Purging through a sequence already purged removes
+// nothing, so two nodes trimming to the same floor do no harm.
+func (l *Log) PurgeThrough(ctx context.Context, seq uint64) error {
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSequence(seq+1)); err != nil {
+		return classify(err)
+	}
+	return nil
 }
 
 // SubjectCount is how many messages the stream holds on subject.
@@ -223,19 +237,44 @@ func (s *subscription) Stop() {
 	})
 }
 
-// drift names how this node's durable reader disagrees with its rows.
-func drift(info *jetstream.ConsumerInfo, checkpoint uint64) string {
+// Drift names how a durable reader (its ack floor, the last sequence it
+// delivered and how many deliveries await an ack) disagrees with the
+// checkpoint, "" when it does not.
+//
+// firstSeq is the log's first sequence, 0 when it could not be read. The
+// broker moves a reader over the records the trim removed, to the first
+// one the log still holds, so a node below the floor has a reader past
+// its checkpoint that has acknowledged and delivered nothing the node
+// has not: records below firstSeq are gone for every reader alike, and
+// such a reader stands where one rebuilt at the checkpoint would. Without
+// firstSeq the raw positions are judged.
+func Drift(ackFloor, delivered uint64, ackPending int, checkpoint, firstSeq uint64) string {
+	held := checkpoint
+	if firstSeq > 0 && firstSeq-1 > held {
+		held = firstSeq - 1
+	}
 	switch {
-	case info.AckFloor.Stream > checkpoint:
+	case ackFloor > held:
 		return "acknowledged_past_checkpoint"
-	case info.Delivered.Stream > checkpoint:
+	case delivered > held:
 		return "delivered_past_checkpoint"
-	case info.NumAckPending > 0:
+	case ackPending > 0:
 		return "in_flight_for_a_gone_reader"
-	case info.Delivered.Stream < checkpoint:
+	case delivered < checkpoint:
 		return "behind_checkpoint"
 	}
 	return ""
+}
+
+// firstSeq reads the log's first sequence for Drift, 0 when it cannot.
+func (l *Log) firstSeq(ctx context.Context) (uint64, error) {
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := l.stream.Info(ictx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.FirstSeq, nil
 }
 
 func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
@@ -275,12 +314,23 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 		return cons, nil // made at the checkpoint just now
 	}
 	info := cons.CachedInfo()
-	d := drift(info, checkpoint)
+	first, ferr := l.firstSeq(ctx)
+	d := Drift(info.AckFloor.Stream, info.Delivered.Stream, info.NumAckPending, checkpoint, first)
 	if d == "" {
 		return cons, nil
 	}
 	attrs := []any{engine.LogDomain, l.domainName(), "drift", d, "checkpoint", checkpoint,
 		"ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream, "ack_pending", info.NumAckPending}
+	if ferr != nil {
+		attrs = append(attrs, "first_seq", "unreadable")
+		if d == "acknowledged_past_checkpoint" {
+			// Past a trimmed start this could be a node below the floor
+			// rather than one whose database is older than its reader.
+			attrs = append(attrs, "note", "the log's first sequence was unreadable ("+ferr.Error()+"), so this may be a node below the trim floor rather than a database older than its reader; the reader is rebuilt at the checkpoint either way")
+		}
+	} else {
+		attrs = append(attrs, "first_seq", first)
+	}
 	var rebuilt jetstream.Consumer
 	err = settling(ctx, func(ctx context.Context) error {
 		var err error

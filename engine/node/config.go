@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/trim"
 )
 
 // Modes a node runs in. maintenance and seal are capacity windows that
@@ -56,8 +57,23 @@ type Config struct {
 	Holder string
 	// Domains are the domains the node runs, in order (default Builtin()).
 	Domains []statelog.Spec
+	// Trim is the retention trim's settings (retention.*).
+	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
+}
+
+// TrimConfig is how the node trims its logs (engine/trim).
+type TrimConfig struct {
+	// MinAge is retention.trim_min_age, the age floor: no record younger
+	// is removed (default trim.DefaultMinAge, 30 days).
+	MinAge time.Duration
+	// Interval is how often the trim runs (default trim.DefaultInterval).
+	Interval time.Duration
+	// Backups is the backup gate's source, the snapshot repository: the
+	// trim never passes what it reached. Nil: no backup reached anything,
+	// so nothing is trimmed.
+	Backups trim.Backups
 }
 
 // StreamConfig is the stream.* block of Tier A.

@@ -19,6 +19,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/trim"
 	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -34,6 +35,7 @@ type Node struct {
 	// them (Config.Domains): each one's spec, log, replica and service.
 	domains []*domain
 	beat    *fleet.Register
+	trim    *trim.Trimmer
 	units   *turns.Units
 	estate  *estate.Server
 	stop    chan struct{}
@@ -99,6 +101,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
 		return n, err
 	}
+	n.startTrim()
 	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
 		return n, err
 	}
@@ -227,6 +230,23 @@ func (n *Node) Mode() string { return n.cfg.Mode }
 // Broker is the embedded broker (tests stop it to inject faults).
 func (n *Node) Broker() *broker.Embedded { return n.broker }
 
+// startTrim runs the retention trim on every log the node runs (never a
+// compacted stream, whose one value per subject a purge would lose).
+func (n *Node) startTrim() {
+	var targets []trim.Target
+	for _, d := range n.domains {
+		if !d.spec.Compacted {
+			targets = append(targets, trim.Target{Replica: d.replica, Log: d.log})
+		}
+	}
+	n.trim = trim.New(trim.Config{Node: n.cfg.Name, Targets: targets, Register: n.beat.KV(), Floors: n.beat.Floors(),
+		Backups: n.cfg.Trim.Backups, MinAge: n.cfg.Trim.MinAge, Interval: n.cfg.Trim.Interval, Clock: n.cfg.Clock, Logger: n.cfg.Logger})
+	n.trim.Start()
+}
+
+// Trim is the node's retention trim (tests run it once on demand).
+func (n *Node) Trim() *trim.Trimmer { return n.trim }
+
 // Register is the node's heartbeat in the positions register.
 func (n *Node) Register() *fleet.Register { return n.beat }
 
@@ -241,7 +261,7 @@ func (n *Node) Retention() *fleet.Status {
 	for _, d := range n.domains {
 		logs[d.spec.Name()] = d.log
 	}
-	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Clock: n.cfg.Clock, Known: n.beat.Known}
+	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known}
 }
 
 // ServeEstate answers calls from nodes without the data role through h
@@ -311,6 +331,7 @@ func (n *Node) close() error {
 	if n.estate != nil {
 		n.estate.Close()
 	}
+	n.trim.Close()
 	n.beat.Close()
 	if n.stop != nil {
 		close(n.stop)

@@ -89,6 +89,9 @@ type Config struct {
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error
+	// Compacted says the stream keeps one message per subject: a gap in
+	// it is the broker replacing an old value, not a hole (Spec.Compacted).
+	Compacted bool
 }
 
 // Replica is one domain's replicated copy on this node: its applier, its
@@ -121,6 +124,12 @@ type Replica struct {
 	gateChanged atomic.Bool
 	// capacity holds the log's fill, for the ordinary ceiling.
 	capacity capacity
+
+	// floor is the log's published trim floor as the heartbeat last read
+	// it (see floor.go); belowFloor says the trim removed records this
+	// node never applied.
+	floor      floorState
+	belowFloor atomic.Bool
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -211,6 +220,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.scopeUnknown.Store(unknown)
 	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
+	r.judgeFloorAtBoot(cp, info)
 	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {
 		return nil, err
