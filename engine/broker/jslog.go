@@ -28,6 +28,19 @@ type Log struct {
 	// drainWait bounds how long closing a reader waits for the broker to
 	// confirm its drain: one whose broker is gone never does.
 	drainWait time.Duration
+	// settleWait bounds how long a boot retries the reader's calls while
+	// the broker answers nothing (default settleWait).
+	settleWait time.Duration
+}
+
+// SetSettleWait sets how long opening the reader retries a broker that
+// answers nothing before it gives up (2 minutes when d is 0): a cluster
+// restarting members answers nothing for a while.
+func (l *Log) SetSettleWait(d time.Duration) {
+	if d <= 0 {
+		d = settleWait
+	}
+	l.settleWait = d
 }
 
 // DefaultDrainWait is how long closing a reader waits for its drain.
@@ -46,7 +59,7 @@ var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait,
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait, settleWait: settleWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 
@@ -298,7 +311,7 @@ func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
 func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	created := false
-	err := settling(ctx, func(ctx context.Context) error {
+	err := settling(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		cons, err = l.stream.Consumer(ctx, l.durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -332,7 +345,7 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 		attrs = append(attrs, "first_seq", first)
 	}
 	var rebuilt jetstream.Consumer
-	err = settling(ctx, func(ctx context.Context) error {
+	err = settling(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		rebuilt, err = l.rebuild(ctx, checkpoint)
 		return err
@@ -379,8 +392,8 @@ const settleWait = 2 * time.Minute
 // settling runs f until it answers something other than a timeout, the
 // wait passes or ctx ends: right after members restart, the consumer's
 // raft group answers nothing for a few seconds.
-func settling(ctx context.Context, f func(context.Context) error) error {
-	deadline := time.Now().Add(settleWait)
+func settling(ctx context.Context, wait time.Duration, f func(context.Context) error) error {
+	deadline := time.Now().Add(wait)
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := f(actx)
