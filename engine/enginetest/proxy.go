@@ -18,10 +18,10 @@ import (
 // the message is stored, the client never hears so) and, when asked, the
 // next JetStream API answers (so the log cannot be asked either).
 type AckDropper struct {
-	ln      net.Listener
-	target  string
-	acks    atomic.Int32
-	api     atomic.Int32
+	ln     net.Listener
+	target string
+	acks   atomic.Int32
+	api    atomic.Int32
 	// apiKind, when set, limits the API answers dropped to that type.
 	apiKind atomic.Pointer[string]
 	Dropped atomic.Int32
