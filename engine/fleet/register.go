@@ -57,7 +57,7 @@ type RegisterConfig struct {
 type Register struct {
 	cfg     RegisterConfig
 	kv      jetstream.KeyValue
-	floors  jetstream.KeyValue
+	floors  *Floors
 	started time.Time
 	log     *slog.Logger
 	cancel  context.CancelFunc
@@ -220,7 +220,7 @@ func (r *Register) Beat(ctx context.Context) {
 // stream or generation than the replica's rows is none of its business.
 func (r *Register) readFloors(ctx context.Context) {
 	for _, rep := range r.cfg.Replicas {
-		f, _, ok, err := ReadFloor(ctx, r.floors, rep.Domain())
+		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
 		if err != nil {
 			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
 			continue
@@ -233,8 +233,8 @@ func (r *Register) readFloors(ctx context.Context) {
 	}
 }
 
-// Floors is the trim floors' bucket.
-func (r *Register) Floors() jetstream.KeyValue { return r.floors }
+// Floors is where the trim floors are published.
+func (r *Register) Floors() *Floors { return r.floors }
 
 // StartedAt is when this process entered the register.
 func (r *Register) StartedAt() time.Time { return r.started }

@@ -71,7 +71,7 @@ type Status struct {
 	Replicas []*statelog.Replica
 	Logs     map[engine.Domain]statelog.Log
 	// Floors is the trim floors' bucket (nil: no floor is reported).
-	Floors jetstream.KeyValue
+	Floors *Floors
 	Clock  engine.Clock
 	// Known, when set, is the register as this node last read it: the
 	// answer falls back on it when the register cannot be read now.
@@ -155,7 +155,7 @@ func (s *Status) readFloor(ctx context.Context, lf *LogFigures) {
 	if s.Floors == nil {
 		return
 	}
-	f, _, ok, err := ReadFloor(ctx, s.Floors, lf.Domain)
+	f, _, ok, err := s.Floors.Read(ctx, lf.Domain)
 	switch {
 	case err != nil:
 		lf.FloorUnread = err.Error()

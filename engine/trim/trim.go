@@ -54,7 +54,7 @@ type Config struct {
 	Targets []Target
 	// Register is the positions register; Floors the floors' bucket.
 	Register jetstream.KeyValue
-	Floors   jetstream.KeyValue
+	Floors   *fleet.Floors
 	// Backups is the backup gate's source; nil holds every floor at zero
 	// (no backup reached anything).
 	Backups  Backups
@@ -189,7 +189,7 @@ func (t *Trimmer) one(ctx context.Context, tg Target, positions []fleet.Position
 	age.Holder = fmt.Sprintf("the records after %d are younger than the age floor (%s)", age.Seq, t.cfg.MinAge)
 	terms = append(terms, age)
 	hold := Holding(terms)
-	cur, rev, _, err := fleet.ReadFloor(ctx, t.cfg.Floors, d)
+	cur, rev, _, err := t.cfg.Floors.Read(ctx, d)
 	if err != nil {
 		return fleet.Floor{}, false, err
 	}
@@ -200,7 +200,7 @@ func (t *Trimmer) one(ctx context.Context, tg Target, positions []fleet.Position
 		Through: max(cur.Through, min(hold.Seq, info.LastSeq)), Term: hold.Term, Holder: hold.Holder, Terms: terms,
 		By: t.cfg.Node, At: t.cfg.Clock.Now().UTC()}
 	if f.Through != cur.Through || f.Term != cur.Term || f.Holder != cur.Holder {
-		if err := fleet.PublishFloor(ctx, t.cfg.Floors, f, rev); err != nil {
+		if err := t.cfg.Floors.Publish(ctx, f, rev); err != nil {
 			return fleet.Floor{}, false, fmt.Errorf("publish the floor: %w", err)
 		}
 	}
