@@ -25,7 +25,9 @@ func (b *backups) Reached(context.Context) (map[string]uint64, error) {
 }
 
 // backUp takes a backup covering seq and returns what it reached.
-func (b *backups) backUp(_ *testing.T, _ context.Context, _ *fleettest.Cluster, seq uint64) uint64 { return seq }
+func (b *backups) backUp(_ *testing.T, _ context.Context, _ *fleettest.Cluster, seq uint64) uint64 {
+	return seq
+}
 
 // land makes a backup that reached seq the one the gate reads.
 func (b *backups) land(seq uint64) { b.reach.Store(seq) }
