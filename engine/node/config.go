@@ -30,6 +30,9 @@ type Config struct {
 	Mode   string
 	Stream StreamConfig
 	Store  StoreConfig
+	// Retention is retention.*: the backup schedule and the snapshot
+	// repository.
+	Retention RetentionConfig
 	// ApplyRetryBudget is how long a failing apply retries before the
 	// domain is faulted and reads refuse `stalled` (default 30 s).
 	ApplyRetryBudget time.Duration
@@ -144,6 +147,9 @@ type Hooks struct {
 	// ClientURL, when set, puts the node's broker connection on TCP via
 	// the URL it returns for the broker's (a proxy that drops acks).
 	ClientURL func(brokerURL string) string
+	// SnapshotArtefact, when set, runs on every artefact this node takes
+	// before it is stored (a test corrupts one there).
+	SnapshotArtefact func(path string) error
 }
 
 // Defaults.

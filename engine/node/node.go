@@ -36,6 +36,7 @@ type Node struct {
 	beat    *fleet.Register
 	units   *turns.Units
 	estate  *estate.Server
+	snaps   snapshots
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -87,6 +88,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.ensureStreams(ctx); err != nil {
 		return n, err
 	}
+	n.openSnapshots()
+	if err := n.adoptIfBelowFloor(ctx); err != nil {
+		return n, err
+	}
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
@@ -100,6 +105,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
+		return n, err
+	}
+	if err := n.startSnapshots(); err != nil {
 		return n, err
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
@@ -311,6 +319,7 @@ func (n *Node) close() error {
 	if n.estate != nil {
 		n.estate.Close()
 	}
+	n.closeSnapshots()
 	n.beat.Close()
 	if n.stop != nil {
 		close(n.stop)
