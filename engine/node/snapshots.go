@@ -120,6 +120,22 @@ func percent(done, total int64) int64 {
 	return done * 100 / total
 }
 
+// ParseBackupInterval reads retention.backup_interval: "off", or a
+// positive Go duration ("6h"); empty is the default.
+func ParseBackupInterval(s string) (every time.Duration, off bool, err error) {
+	switch s {
+	case "":
+		return 0, false, nil
+	case "off":
+		return 0, true, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, false, &engine.ConfigError{Field: "retention.backup_interval", Value: s, Reason: "is neither \"off\" nor a positive duration such as \"6h\""}
+	}
+	return d, false, nil
+}
+
 // VerifyRestore restores the newest snapshot of the node's repository into
 // a scratch database and compares it with the live copy at the same
 // checkpoint (snapshot.VerifyRestore).
