@@ -28,6 +28,9 @@ type Config struct {
 	Store    StoreSection    `yaml:"store"`
 	Operator OperatorSection `yaml:"operator"`
 	HTTP     HTTPSection     `yaml:"http"`
+	// Retention is retention.*: the backup schedule and the snapshot
+	// repository.
+	Retention RetentionSection `yaml:"retention"`
 }
 
 // NodeSection is node.*.
@@ -94,6 +97,16 @@ type ClusterSection struct {
 type LeafSection struct {
 	// URLs is stream.leaf.urls: the cluster members a leaf broker joins.
 	URLs []string `yaml:"urls"`
+}
+
+// RetentionSection is retention.*.
+type RetentionSection struct {
+	// BackupInterval is retention.backup_interval: "off", or how often
+	// the node takes a snapshot ("6h", the default).
+	BackupInterval string `yaml:"backup_interval"`
+	// SnapshotDir is retention.snapshot_dir: keep snapshots in this
+	// directory instead of the broker's object store.
+	SnapshotDir string `yaml:"snapshot_dir"`
 }
 
 // StoreSection is store.*.
@@ -301,6 +314,9 @@ func (c *Config) Validate() error {
 	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
 	}
+	if _, _, err := node.ParseBackupInterval(c.Retention.BackupInterval); err != nil {
+		return err
+	}
 	if err := token.Check(c.Operator.Token); err != nil {
 		return err
 	}
@@ -354,8 +370,15 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			Client: node.ClientConfig{Listen: c.Stream.Client.Listen, Token: c.Stream.Client.Token},
 			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
-		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+		Store:     node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+		Retention: c.Retention.nodeConfig(),
 	}
+}
+
+// nodeConfig maps retention.*; a bad interval is left to Validate.
+func (r RetentionSection) nodeConfig() node.RetentionConfig {
+	every, off, _ := node.ParseBackupInterval(r.BackupInterval)
+	return node.RetentionConfig{BackupInterval: every, BackupOff: off, SnapshotDir: r.SnapshotDir}
 }
 
 // HTTPConfig maps the file's http.* block onto httpedge.Config. Unset

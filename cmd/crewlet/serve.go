@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
@@ -166,6 +167,7 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 	api.Handle("/operator/mcp", operatorMCP)
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeatServer(n.Units(), Version(), logger, n.Tracker(), n.Pages()), opts))
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
+	snapshot.Mount(api, n, logger)
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	root := http.NewServeMux()
 	// The health checks want no token: /healthz says the process

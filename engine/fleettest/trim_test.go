@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,10 +27,9 @@ import (
 // floor_unknown until a peer is back.
 func TestTrimWaitsForEveryNode(t *testing.T) {
 	ctx := context.Background()
-	gate := newBackups()
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
 		cfg.HeartbeatInterval = 100 * time.Millisecond
-		cfg.Trim = node.TrimConfig{MinAge: time.Nanosecond, Interval: time.Hour, Backups: gate.of(i)}
+		cfg.Trim = node.TrimConfig{MinAge: time.Nanosecond, Interval: time.Hour}
 	}})
 	n1 := c.Node(0)
 	pw, err := n1.Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Eng")
@@ -52,9 +52,14 @@ func TestTrimWaitsForEveryNode(t *testing.T) {
 		t.Fatalf("the log starts at %d with no backup taken", first)
 	}
 
-	// A backup lands past everything: the stopped node holds the floor
-	// once the running ones have published where they stand.
-	gate.land(gate.backUp(t, ctx, c, logEnd(t, n1)))
+	// A backup lands (a real snapshot in the broker's object store, the
+	// fleet's repository) past where n3 stands: the stopped node holds the
+	// floor once the running ones have published where they stand.
+	m, err := n1.Backup(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backedUp := m.Domains[string(engine.DomainTracker)].Seq
 	end = logEnd(t, n1)
 	waitPublished(t, n1, "n1", end)
 	waitPublished(t, n1, "n2", end)
@@ -81,6 +86,17 @@ func TestTrimWaitsForEveryNode(t *testing.T) {
 		t.Fatal("n3, standing at the floor, was judged below it")
 	}
 	enginetest.CheckFor(t, time.Minute, 50*time.Millisecond, func() error { return fleettest.Converged(ctx, c) })
+
+	// Everyone is past the backup now: the gate holds the floor there.
+	fileItems(t, n1, 2)
+	end = logEnd(t, n1)
+	for i := 0; i < 3; i++ {
+		waitPublished(t, n1, fmt.Sprintf("n%d", i+1), end)
+	}
+	f = trimOnce(t, c)
+	if f.Through != backedUp || f.Term != fleet.TermBackup || !strings.Contains(f.Holder, m.Name) {
+		t.Fatalf("floor %+v, want through %d held by the backup %s", f, backedUp, m.Name)
+	}
 
 	floorUnknownWithoutQuorum(t, c)
 }

@@ -31,6 +31,9 @@ type Config struct {
 	Mode   string
 	Stream StreamConfig
 	Store  StoreConfig
+	// Retention is retention.*: the backup schedule and the snapshot
+	// repository.
+	Retention RetentionConfig
 	// ApplyRetryBudget is how long a failing apply retries before the
 	// domain is faulted and reads refuse `stalled` (default 30 s).
 	ApplyRetryBudget time.Duration
@@ -70,9 +73,8 @@ type TrimConfig struct {
 	MinAge time.Duration
 	// Interval is how often the trim runs (default trim.DefaultInterval).
 	Interval time.Duration
-	// Backups is the backup gate's source, the snapshot repository: the
-	// trim never passes what it reached. Nil: no backup reached anything,
-	// so nothing is trimmed.
+	// Backups is the backup gate's source: the trim never passes what it
+	// reached. Nil: the node's own snapshot repository.
 	Backups trim.Backups
 }
 
@@ -160,6 +162,9 @@ type Hooks struct {
 	// ClientURL, when set, puts the node's broker connection on TCP via
 	// the URL it returns for the broker's (a proxy that drops acks).
 	ClientURL func(brokerURL string) string
+	// SnapshotArtefact, when set, runs on every artefact this node takes
+	// before it is stored (a test corrupts one there).
+	SnapshotArtefact func(path string) error
 }
 
 // Defaults.

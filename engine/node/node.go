@@ -38,6 +38,7 @@ type Node struct {
 	trim    *trim.Trimmer
 	units   *turns.Units
 	estate  *estate.Server
+	snaps   snapshots
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -89,6 +90,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.ensureStreams(ctx); err != nil {
 		return n, err
 	}
+	n.openSnapshots()
+	if err := n.adoptIfBelowFloor(ctx); err != nil {
+		return n, err
+	}
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
@@ -103,6 +108,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.startTrim()
 	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
+		return n, err
+	}
+	if err := n.startSnapshots(); err != nil {
 		return n, err
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
@@ -239,8 +247,12 @@ func (n *Node) startTrim() {
 			targets = append(targets, trim.Target{Replica: d.replica, Log: d.log})
 		}
 	}
+	backups := n.cfg.Trim.Backups
+	if backups == nil {
+		backups = n.snaps.repo // the backup gate reads the node's own repository
+	}
 	n.trim = trim.New(trim.Config{Node: n.cfg.Name, Targets: targets, Register: n.beat.KV(), Floors: n.beat.Floors(),
-		Backups: n.cfg.Trim.Backups, MinAge: n.cfg.Trim.MinAge, Interval: n.cfg.Trim.Interval, Clock: n.cfg.Clock, Logger: n.cfg.Logger})
+		Backups: backups, MinAge: n.cfg.Trim.MinAge, Interval: n.cfg.Trim.Interval, Clock: n.cfg.Clock, Logger: n.cfg.Logger})
 	n.trim.Start()
 }
 
@@ -332,6 +344,7 @@ func (n *Node) close() error {
 		n.estate.Close()
 	}
 	n.trim.Close()
+	n.closeSnapshots()
 	n.beat.Close()
 	if n.stop != nil {
 		close(n.stop)

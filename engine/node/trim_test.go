@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +16,6 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
-
-// reachedAll is a backup gate standing open: every domain's snapshot
-// covers everything. It isolates the other terms where the gate is not
-// what a test is about.
-type reachedAll struct{}
-
-func (reachedAll) Reached(context.Context) (map[string]uint64, error) {
-	return map[string]uint64{string(engine.DomainTracker): math.MaxUint64, string(engine.DomainPages): math.MaxUint64}, nil
-}
 
 // createItems files n work items in project p and returns the position
 // each landed at.
@@ -105,31 +95,36 @@ func TestHoleStopsTheApplier(t *testing.T) {
 	}
 }
 
-// TestBelowFloorAtBoot: a lone node trims its log through its own
-// position (it is the only node the trim waits for, and the age floor
-// and the gate stand open), publishes the floor with the term holding it,
-// and the broker really purges. Started again on an empty database it is
-// below the floor: its reader, which the broker moved over the trimmed
-// records, is not mistaken for one ahead of the rows (no rebuild), the
-// node says statelog_below_the_floor, and reads and writes refuse
-// below_floor.
-func TestBelowFloorAtBoot(t *testing.T) {
+// TestTrimAlone: a lone node trims its log through its own position
+// once a backup (a real snapshot in its repository) covers it: it is the
+// only node the trim waits for, and the age floor stands open. The floor
+// is published with the term holding it, the broker really purges, and
+// the retention answer names it. Before the backup the gate holds the
+// floor at zero, naming no snapshot. Started again on an empty database
+// it is below the floor: with no peer to adopt from, the boot refuses
+// below_floor naming the log.
+func TestTrimAlone(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := node.Config{DataDir: dir, HeartbeatInterval: 20 * time.Millisecond,
-		Trim: node.TrimConfig{MinAge: time.Nanosecond, Interval: time.Hour, Backups: reachedAll{}}}
+		Trim: node.TrimConfig{MinAge: time.Nanosecond, Interval: time.Hour}}
 	n := enginetest.OpenNode(t, cfg)
 	mustProject(t, n.Tracker(), "ENG")
 	pos := createItems(t, n, "ENG", 4)
 	last := pos[len(pos)-1].Seq
 	waitRegistered(t, n, "n1", engine.DomainTracker, last)
 	floors, err := n.Trim().Once(ctx)
-	if err != nil || len(floors) == 0 {
-		t.Fatalf("trim: %+v %v", floors, err)
+	if f := floorOf(floors, engine.DomainTracker); err != nil || f.Through != 0 || f.Term != fleet.TermBackup || !strings.Contains(f.Holder, "no stored snapshot") {
+		t.Fatalf("floor with no backup: %+v %v", f, err)
 	}
+	m, err := n.Backup(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors, err = n.Trim().Once(ctx)
 	f := floorOf(floors, engine.DomainTracker)
-	if f.Through < last || f.Term != fleet.TermNode || f.Holder != "n1" {
-		t.Fatalf("floor %+v, want through at least %d held by node n1", f, last)
+	if reached := m.Domains[string(engine.DomainTracker)].Seq; err != nil || f.Through < last || f.Through > reached {
+		t.Fatalf("floor %+v (%v), want through at least %d and at most the snapshot's %d", f, err, last, reached)
 	}
 	info, err := n.Log(engine.DomainTracker).Info(ctx)
 	if err != nil || info.FirstSeq != f.Through+1 {
@@ -140,28 +135,17 @@ func TestBelowFloorAtBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range a.Logs {
-		if l.Domain == engine.DomainTracker && (l.Floor == nil || l.Floor.Through != f.Through || l.Floor.Holder != "n1") {
+		if l.Domain == engine.DomainTracker && (l.Floor == nil || l.Floor.Through != f.Through || l.Floor.Term != f.Term) {
 			t.Fatalf("retention answer's tracker log: %+v", l)
 		}
 	}
 	n.Close()
 	dropDatabase(t, dir)
-	rec := enginetest.NewRecorder()
-	cfg.Logger = rec.Logger()
-	n = enginetest.OpenNode(t, cfg)
-	if l := rec.Lines(engine.EvConsumerRebuilt); len(l) != 0 {
-		t.Fatalf("a reader moved over trimmed records was rebuilt: %+v", l)
-	}
-	if l := rec.Lines("statelog_below_the_floor"); len(l) != 1 || l[0].Attrs[engine.LogComponent] != engine.ComponentEngine {
-		t.Fatalf("below-the-floor lines: %+v", l)
-	}
-	_, err = n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Stale}, "ENG-1")
-	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeBelowFloor {
-		t.Fatalf("read below the floor: %v", err)
-	}
-	_, err = n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "OPS", "Ops")
-	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeBelowFloor {
-		t.Fatalf("write below the floor: %v", err)
+	cfg.Retention.AdoptWait = time.Second
+	cfg.Logger = enginetest.Logger()
+	_, err = node.Open(ctx, cfg)
+	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeBelowFloor || !strings.Contains(ref.Message, "tracker") {
+		t.Fatalf("boot below the floor with no peer: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -172,16 +173,7 @@ func (t *Trimmer) one(ctx context.Context, tg Target, positions []fleet.Position
 	if TrimmerOf(info.Leader, counted) != t.cfg.Node {
 		return fleet.Floor{}, false, nil
 	}
-	terms := []fleet.Term{NodeTerm(counted)}
-	bt := fleet.Term{Term: fleet.TermBackup, Holder: "no snapshot repository: no backup has reached anything"}
-	if t.cfg.Backups != nil {
-		bt.Seq = reached[string(d)]
-		bt.Holder = fmt.Sprintf("the newest snapshot covers %s through %d", d, bt.Seq)
-		if bt.Seq == 0 {
-			bt.Holder = "no snapshot of " + string(d) + " is stored yet"
-		}
-	}
-	terms = append(terms, bt)
+	terms := []fleet.Term{NodeTerm(counted), t.backupTerm(ctx, d, reached)}
 	age, err := AgeTerm(ctx, tg.Log, info, t.cfg.Clock.Now().Add(-t.cfg.MinAge))
 	if err != nil {
 		return fleet.Floor{}, false, err
@@ -212,6 +204,33 @@ func (t *Trimmer) one(ctx context.Context, tg Target, positions []fleet.Position
 			"first_seq", info.FirstSeq, "term", f.Term, "holder", f.Holder)
 	}
 	return f, true, nil
+}
+
+// backupTerm is the backup gate's figure for d: the highest checkpoint a
+// stored snapshot covers, naming that snapshot where the repository can
+// list its artefacts.
+func (t *Trimmer) backupTerm(ctx context.Context, d engine.Domain, reached map[string]uint64) fleet.Term {
+	bt := fleet.Term{Term: fleet.TermBackup, Holder: "no snapshot repository: no backup has reached anything"}
+	if t.cfg.Backups == nil {
+		return bt
+	}
+	bt.Seq = reached[string(d)]
+	if bt.Seq == 0 {
+		bt.Holder = "no stored snapshot covers " + string(d) + " yet: take one (crewlet retention backup)"
+		return bt
+	}
+	bt.Holder = fmt.Sprintf("the newest snapshot covers %s through %d", d, bt.Seq)
+	if lister, ok := t.cfg.Backups.(snapshot.Repository); ok {
+		if ms, err := lister.List(ctx); err == nil {
+			for _, m := range ms {
+				if p, ok := m.Domains[string(d)]; ok && p.Seq == bt.Seq {
+					bt.Holder = fmt.Sprintf("snapshot %s (taken %s) covers %s through %d", m.Name, m.TakenAt.UTC().Format(time.RFC3339), d, bt.Seq)
+					break
+				}
+			}
+		}
+	}
+	return bt
 }
 
 // Counted are the register's positions the trim waits for on a log: every
