@@ -107,6 +107,9 @@ type RetentionSection struct {
 	// SnapshotDir is retention.snapshot_dir: keep snapshots in this
 	// directory instead of the broker's object store.
 	SnapshotDir string `yaml:"snapshot_dir"`
+	// TrimMinAge is retention.trim_min_age: the age floor, a Go duration
+	// ("720h", the default); no record younger is trimmed.
+	TrimMinAge string `yaml:"trim_min_age"`
 }
 
 // StoreSection is store.*.
@@ -317,6 +320,9 @@ func (c *Config) Validate() error {
 	if _, _, err := node.ParseBackupInterval(c.Retention.BackupInterval); err != nil {
 		return err
 	}
+	if _, err := node.ParseTrimMinAge(c.Retention.TrimMinAge); err != nil {
+		return err
+	}
 	if err := token.Check(c.Operator.Token); err != nil {
 		return err
 	}
@@ -372,7 +378,14 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 		},
 		Store:     node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
 		Retention: c.Retention.nodeConfig(),
+		Trim:      c.Retention.trimConfig(),
 	}
+}
+
+// trimConfig maps retention.trim_min_age; a bad age is left to Validate.
+func (r RetentionSection) trimConfig() node.TrimConfig {
+	age, _ := node.ParseTrimMinAge(r.TrimMinAge)
+	return node.TrimConfig{MinAge: age}
 }
 
 // nodeConfig maps retention.*; a bad interval is left to Validate.

@@ -66,6 +66,19 @@ type Config struct {
 	Hooks Hooks
 }
 
+// ParseTrimMinAge reads retention.trim_min_age: a positive Go duration
+// ("720h"); empty is the default (trim.DefaultMinAge).
+func ParseTrimMinAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, &engine.ConfigError{Field: "retention.trim_min_age", Value: s, Reason: "is not a positive duration such as \"720h\" (the age floor: no record younger is trimmed)"}
+	}
+	return d, nil
+}
+
 // TrimConfig is how the node trims its logs (engine/trim).
 type TrimConfig struct {
 	// MinAge is retention.trim_min_age, the age floor: no record younger
