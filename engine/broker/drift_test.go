@@ -279,3 +279,36 @@ func TestRebuildFailed(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildLeavesNoReader: a rebuild whose create the broker refuses
+// (the stream's consumer count was capped below what it holds since the
+// reader was made, so a reader is deleted and none can be made again)
+// leaves no reader:
+// even behind_checkpoint, whose reader would otherwise be kept, fails the
+// open naming the domain, since a reader guessed at could be one that no
+// longer exists.
+func TestRebuildLeavesNoReader(t *testing.T) {
+	ctx := context.Background()
+	b, proxy := startDriftBroker(t)
+	r := newDriftRig(t, b, proxy, "gone")
+	r.publish(5)
+	r.read("gone", 5, 5)
+	r.publish(3)
+	r.read("other", 5, 5)
+	cfg := r.stream.CachedInfo().Config
+	cfg.MaxConsumers = 1
+	if _, err := b.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rec := enginetest.NewRecorder()
+	_, err := r.log("gone", rec).Subscribe(ctx, 8)
+	if err == nil || !strings.Contains(err.Error(), "the drift reader") || !strings.Contains(err.Error(), "behind_checkpoint") {
+		t.Fatalf("open with no reader left: %v", err)
+	}
+	if _, err := r.stream.Consumer(ctx, broker.ConsumerName("gone")); err == nil {
+		t.Fatal("the broker still holds a reader: the case this test makes did not happen")
+	}
+	if l := rec.Lines(engine.EvConsumerRebuildFailed); len(l) != 0 {
+		t.Fatalf("a reader was reported kept: %+v", l)
+	}
+}
