@@ -95,9 +95,14 @@ func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
 	}
 	r := &Register{cfg: cfg, kv: kv, floors: floors, started: cfg.Clock.Now().UTC(), done: make(chan struct{}),
 		log: cfg.Logger.With(engine.LogComponent, engine.ComponentEngine)}
-	// The floor is read once before the node serves: a node that has not
-	// read it yet knows no more than one that cannot.
-	r.readFloors(ctx)
+	// The floor is read before the node serves, waiting out a cluster
+	// still electing the floors' leader as enter does: a node that has not
+	// read it yet knows no more than one that cannot, and would refuse
+	// floor_unknown until its next beat.
+	deadline := time.Now().Add(time.Minute)
+	for !r.readFloors(ctx) && ctx.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+	}
 	for _, rep := range cfg.Replicas {
 		p := Position{Node: cfg.Node, Domain: rep.Domain(), Stream: rep.Stream(), Generation: rep.Generation(), StartedAt: r.started}
 		if err := r.enter(ctx, p); err != nil {
@@ -218,11 +223,13 @@ func (r *Register) Beat(ctx context.Context) {
 // error that kept it from being read (the replica then refuses
 // floor_unknown: a floor is never guessed). A floor published for another
 // stream or generation than the replica's rows is none of its business.
-func (r *Register) readFloors(ctx context.Context) {
+func (r *Register) readFloors(ctx context.Context) (all bool) {
+	all = true
 	for _, rep := range r.cfg.Replicas {
 		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
 		if err != nil {
 			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
+			all = false
 			continue
 		}
 		if !ok || f.Stream != rep.Stream() || f.Generation != rep.Generation() {
@@ -231,6 +238,7 @@ func (r *Register) readFloors(ctx context.Context) {
 		}
 		rep.SetFloor(f.Through, nil)
 	}
+	return all
 }
 
 // Floors is where the trim floors are published.
