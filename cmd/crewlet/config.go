@@ -29,6 +29,9 @@ type Config struct {
 	Operator OperatorSection `yaml:"operator"`
 	HTTP     HTTPSection     `yaml:"http"`
 	MCP      MCPSection      `yaml:"mcp"`
+	// Retention is retention.*: the backup schedule and the snapshot
+	// repository.
+	Retention RetentionSection `yaml:"retention"`
 }
 
 // NodeSection is node.*.
@@ -95,6 +98,19 @@ type ClusterSection struct {
 type LeafSection struct {
 	// URLs is stream.leaf.urls: the cluster members a leaf broker joins.
 	URLs []string `yaml:"urls"`
+}
+
+// RetentionSection is retention.*.
+type RetentionSection struct {
+	// BackupInterval is retention.backup_interval: "off", or how often
+	// the node takes a snapshot ("6h", the default).
+	BackupInterval string `yaml:"backup_interval"`
+	// SnapshotDir is retention.snapshot_dir: keep snapshots in this
+	// directory instead of the broker's object store.
+	SnapshotDir string `yaml:"snapshot_dir"`
+	// TrimMinAge is retention.trim_min_age: the age floor, a Go duration
+	// ("720h", the default); no record younger is trimmed.
+	TrimMinAge string `yaml:"trim_min_age"`
 }
 
 // StoreSection is store.*.
@@ -302,6 +318,12 @@ func (c *Config) Validate() error {
 	if err := c.NodeConfig("").Validate(); err != nil {
 		return err
 	}
+	if _, _, err := node.ParseBackupInterval(c.Retention.BackupInterval); err != nil {
+		return err
+	}
+	if _, err := node.ParseTrimMinAge(c.Retention.TrimMinAge); err != nil {
+		return err
+	}
 	if err := token.Check(c.Operator.Token); err != nil {
 		return err
 	}
@@ -358,8 +380,22 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			Client: node.ClientConfig{Listen: c.Stream.Client.Listen, Token: c.Stream.Client.Token},
 			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
-		Store: node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+		Store:     node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+		Retention: c.Retention.nodeConfig(),
+		Trim:      c.Retention.trimConfig(),
 	}
+}
+
+// trimConfig maps retention.trim_min_age; a bad age is left to Validate.
+func (r RetentionSection) trimConfig() node.TrimConfig {
+	age, _ := node.ParseTrimMinAge(r.TrimMinAge)
+	return node.TrimConfig{MinAge: age}
+}
+
+// nodeConfig maps retention.*; a bad interval is left to Validate.
+func (r RetentionSection) nodeConfig() node.RetentionConfig {
+	every, off, _ := node.ParseBackupInterval(r.BackupInterval)
+	return node.RetentionConfig{BackupInterval: every, BackupOff: off, SnapshotDir: r.SnapshotDir}
 }
 
 // HTTPConfig maps the file's http.* block onto httpedge.Config. Unset

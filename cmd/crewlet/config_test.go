@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/internal/httpedge"
@@ -305,5 +306,26 @@ func TestLoggerComponent(t *testing.T) {
 	}
 	if _, err := NewLogger(&buf, "xml", slog.LevelInfo); err == nil {
 		t.Error("--log-format xml accepted")
+	}
+}
+
+// TestRetentionConfig: retention.backup_interval is "off" or a positive
+// duration, and retention.* reaches the node's config.
+func TestRetentionConfig(t *testing.T) {
+	c, err := ParseConfig(strings.NewReader("retention: {backup_interval: 90m, snapshot_dir: var/snaps}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.NodeConfig("d").Retention; r.BackupInterval != 90*time.Minute || r.BackupOff || r.SnapshotDir != "var/snaps" {
+		t.Fatalf("retention: %+v", r)
+	}
+	c, err = ParseConfig(strings.NewReader("retention: {backup_interval: \"off\"}\n"))
+	if err != nil || !c.NodeConfig("d").Retention.BackupOff {
+		t.Fatalf("off: %+v %v", c.Retention, err)
+	}
+	_, err = ParseConfig(strings.NewReader("retention: {backup_interval: sometimes}\n"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "retention.backup_interval" {
+		t.Fatalf("a bad interval: %v", err)
 	}
 }

@@ -161,6 +161,7 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		} else {
 			fmt.Fprintf(w, "log %s (%s): GEN %d, end unread\n", l.Domain, l.Stream, l.Generation)
 		}
+		writeFloorLine(w, l)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tLONGEST_TX\tLONGEST_BATCH")
@@ -198,4 +199,18 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		fmt.Fprintln(w, e)
 	}
 	return nil
+}
+
+// writeFloorLine renders a log's trim floor and the term that holds it:
+// which node, which backup, or the age floor.
+func writeFloorLine(w io.Writer, l fleet.LogFigures) {
+	switch {
+	case l.FloorUnread != "":
+		fmt.Fprintf(w, "  trim floor: unreadable (%s); nodes refuse floor_unknown until it is read\n", l.FloorUnread)
+	case l.Floor == nil:
+		fmt.Fprintf(w, "  trim floor: 0, nothing trimmed yet\n")
+	default:
+		fmt.Fprintf(w, "  trim floor: %d, held by %s: %s (trimmed by %s at %s)\n", l.Floor.Through, l.Floor.Term, l.Floor.Holder,
+			l.Floor.By, l.Floor.At.Format(time.RFC3339))
+	}
 }

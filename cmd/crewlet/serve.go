@@ -14,6 +14,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
+	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
@@ -181,6 +182,7 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), opts))
 	api.Handle("GET /metrics", n.MetricsHandler())
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit())...), Logger: logger}))
+	snapshot.Mount(api, n, logger)
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	operator.MountCapacity(api, n, logger)
 	root := http.NewServeMux()

@@ -32,6 +32,19 @@ type Log struct {
 	// append checks for room first (SetVolume); empty for an external
 	// broker, whose disk this node cannot see.
 	volume string
+	// settleWait bounds how long a boot retries the reader's calls while
+	// the broker answers nothing (default settleWait).
+	settleWait time.Duration
+}
+
+// SetSettleWait sets how long opening the reader retries a broker that
+// answers nothing before it gives up (2 minutes when d is 0): a cluster
+// restarting members answers nothing for a while.
+func (l *Log) SetSettleWait(d time.Duration) {
+	if d <= 0 {
+		d = settleWait
+	}
+	l.settleWait = d
 }
 
 // DefaultDrainWait is how long closing a reader waits for its drain.
@@ -50,7 +63,7 @@ var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait,
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait, settleWait: settleWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 
@@ -166,8 +179,22 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	// A clustered stream without a leader is answered by a member from its
 	// own copy, naming no leader.
 	leaderless := info.Cluster != nil && info.Config.Replicas > 1 && info.Cluster.Leader == ""
+	leader := ""
+	if info.Cluster != nil {
+		leader = info.Cluster.Leader
+	}
 	return statelog.LogInfo{FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Bytes: info.State.Bytes,
-		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless}, nil
+		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless, Leader: leader}, nil
+}
+
+// PurgeThrough removes every record at or below seq (the broker's purge
+// keeps seq+1 on). Purging through a sequence already purged removes
+// nothing, so two nodes trimming to the same floor do no harm.
+func (l *Log) PurgeThrough(ctx context.Context, seq uint64) error {
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSequence(seq+1)); err != nil {
+		return classify(err)
+	}
+	return nil
 }
 
 // SubjectCount is how many messages the stream holds on subject.
@@ -244,19 +271,44 @@ func (s *subscription) Stop() {
 	})
 }
 
-// drift names how this node's durable reader disagrees with its rows.
-func drift(info *jetstream.ConsumerInfo, checkpoint uint64) string {
+// Drift names how a durable reader (its ack floor, the last sequence it
+// delivered and how many deliveries await an ack) disagrees with the
+// checkpoint, "" when it does not.
+//
+// firstSeq is the log's first sequence, 0 when it could not be read. The
+// broker moves a reader over the records the trim removed, to the first
+// one the log still holds, so a node below the floor has a reader past
+// its checkpoint that has acknowledged and delivered nothing the node
+// has not: records below firstSeq are gone for every reader alike, and
+// such a reader stands where one rebuilt at the checkpoint would. Without
+// firstSeq the raw positions are judged.
+func Drift(ackFloor, delivered uint64, ackPending int, checkpoint, firstSeq uint64) string {
+	held := checkpoint
+	if firstSeq > 0 && firstSeq-1 > held {
+		held = firstSeq - 1
+	}
 	switch {
-	case info.AckFloor.Stream > checkpoint:
+	case ackFloor > held:
 		return "acknowledged_past_checkpoint"
-	case info.Delivered.Stream > checkpoint:
+	case delivered > held:
 		return "delivered_past_checkpoint"
-	case info.NumAckPending > 0:
+	case ackPending > 0:
 		return "in_flight_for_a_gone_reader"
-	case info.Delivered.Stream < checkpoint:
+	case delivered < checkpoint:
 		return "behind_checkpoint"
 	}
 	return ""
+}
+
+// firstSeq reads the log's first sequence for Drift, 0 when it cannot.
+func (l *Log) firstSeq(ctx context.Context) (uint64, error) {
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := l.stream.Info(ictx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.FirstSeq, nil
 }
 
 func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
@@ -280,7 +332,7 @@ func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
 func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	created := false
-	err := settling(ctx, func(ctx context.Context) error {
+	err := settling(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		cons, err = l.stream.Consumer(ctx, l.durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -296,14 +348,25 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 		return cons, nil // made at the checkpoint just now
 	}
 	info := cons.CachedInfo()
-	d := drift(info, checkpoint)
+	first, ferr := l.firstSeq(ctx)
+	d := Drift(info.AckFloor.Stream, info.Delivered.Stream, info.NumAckPending, checkpoint, first)
 	if d == "" {
 		return cons, nil
 	}
 	attrs := []any{engine.LogDomain, l.domainName(), "drift", d, "checkpoint", checkpoint,
 		"ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream, "ack_pending", info.NumAckPending}
+	if ferr != nil {
+		attrs = append(attrs, "first_seq", "unreadable")
+		if d == "acknowledged_past_checkpoint" {
+			// Past a trimmed start this could be a node below the floor
+			// rather than one whose database is older than its reader.
+			attrs = append(attrs, "note", "the log's first sequence was unreadable ("+ferr.Error()+"), so this may be a node below the trim floor rather than a database older than its reader; the reader is rebuilt at the checkpoint either way")
+		}
+	} else {
+		attrs = append(attrs, "first_seq", first)
+	}
 	var rebuilt jetstream.Consumer
-	err = settling(ctx, func(ctx context.Context) error {
+	err = settling(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		rebuilt, err = l.rebuild(ctx, checkpoint)
 		return err
@@ -350,8 +413,8 @@ const settleWait = 2 * time.Minute
 // settling runs f until it answers something other than a timeout, the
 // wait passes or ctx ends: right after members restart, the consumer's
 // raft group answers nothing for a few seconds.
-func settling(ctx context.Context, f func(context.Context) error) error {
-	deadline := time.Now().Add(settleWait)
+func settling(ctx context.Context, wait time.Duration, f func(context.Context) error) error {
+	deadline := time.Now().Add(wait)
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := f(actx)

@@ -18,10 +18,12 @@ import (
 // the message is stored, the client never hears so) and, when asked, the
 // next JetStream API answers (so the log cannot be asked either).
 type AckDropper struct {
-	ln      net.Listener
-	target  string
-	acks    atomic.Int32
-	api     atomic.Int32
+	ln     net.Listener
+	target string
+	acks   atomic.Int32
+	api    atomic.Int32
+	// apiKind, when set, limits the API answers dropped to that type.
+	apiKind atomic.Pointer[string]
 	Dropped atomic.Int32
 	mu      sync.Mutex
 	conns   []net.Conn
@@ -49,6 +51,19 @@ func (p *AckDropper) DropAcks(n int) { p.acks.Add(int32(n)) }
 // DropAPI drops the next n JetStream API answers (stream info, message
 // gets).
 func (p *AckDropper) DropAPI(n int) { p.api.Add(int32(n)) }
+
+// DropAPIOf drops the next n JetStream API answers of one type (for
+// example "stream_info_response"), letting every other answer through.
+func (p *AckDropper) DropAPIOf(kind string, n int) {
+	p.apiKind.Store(&kind)
+	p.api.Add(int32(n))
+}
+
+// apiMatches says whether an API answer is of the type being dropped.
+func (p *AckDropper) apiMatches(payload []byte) bool {
+	k := p.apiKind.Load()
+	return k == nil || bytes.Contains(payload[:min(len(payload), 96)], []byte(*k))
+}
 
 // Close stops the proxy and its connections.
 func (p *AckDropper) Close() {
@@ -121,7 +136,7 @@ func (p *AckDropper) downstream(s, c net.Conn) {
 			case bytes.HasPrefix(payload, []byte(`{"stream":`)) && bytes.Contains(payload, []byte(`"seq":`)) && take(&p.acks):
 				p.Dropped.Add(1)
 				continue
-			case bytes.HasPrefix(payload, []byte(`{"type":"io.nats.jetstream.api.`)) && take(&p.api):
+			case bytes.HasPrefix(payload, []byte(`{"type":"io.nats.jetstream.api.`)) && p.apiMatches(payload) && take(&p.api):
 				p.Dropped.Add(1)
 				continue
 			}
@@ -133,4 +148,4 @@ func (p *AckDropper) downstream(s, c net.Conn) {
 }
 
 // Heal stops dropping anything.
-func (p *AckDropper) Heal() { p.acks.Store(0); p.api.Store(0) }
+func (p *AckDropper) Heal() { p.acks.Store(0); p.api.Store(0); p.apiKind.Store(nil) }

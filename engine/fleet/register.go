@@ -63,6 +63,7 @@ type RegisterConfig struct {
 type Register struct {
 	cfg     RegisterConfig
 	kv      jetstream.KeyValue
+	floors  *Floors
 	started time.Time
 	log     *slog.Logger
 	cancel  context.CancelFunc
@@ -94,8 +95,20 @@ func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Register{cfg: cfg, kv: kv, started: cfg.Clock.Now().UTC(), done: make(chan struct{}),
+	floors, err := OpenFloors(ctx, cfg.JS, cfg.BucketReplicas)
+	if err != nil {
+		return nil, err
+	}
+	r := &Register{cfg: cfg, kv: kv, floors: floors, started: cfg.Clock.Now().UTC(), done: make(chan struct{}),
 		log: cfg.Logger.With(engine.LogComponent, engine.ComponentEngine)}
+	// The floor is read before the node serves, waiting out a cluster
+	// still electing the floors' leader as enter does: a node that has not
+	// read it yet knows no more than one that cannot, and would refuse
+	// floor_unknown until its next beat.
+	deadline := time.Now().Add(time.Minute)
+	for !r.readFloors(ctx) && ctx.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+	}
 	for _, rep := range cfg.Replicas {
 		p := Position{Node: cfg.Node, Domain: rep.Domain(), Stream: rep.Stream(), Generation: rep.Generation(), StartedAt: r.started}
 		if err := r.enter(ctx, p); err != nil {
@@ -197,6 +210,7 @@ func (r *Register) Beat(ctx context.Context) {
 			errs = append(errs, err)
 		}
 	}
+	r.readFloors(ctx)
 	// Read the whole register back on every beat, so a node cut off from
 	// the register's leader can still say what it last saw.
 	all, rerr := ReadAll(ctx, r.kv)
@@ -215,6 +229,31 @@ func (r *Register) Beat(ctx context.Context) {
 		r.log.Warn("fleet_heartbeat_failed", engine.LogErr, err.Error())
 	}
 }
+
+// readFloors hands each replica its log's published trim floor, or the
+// error that kept it from being read (the replica then refuses
+// floor_unknown: a floor is never guessed). A floor published for another
+// stream or generation than the replica's rows is none of its business.
+func (r *Register) readFloors(ctx context.Context) (all bool) {
+	all = true
+	for _, rep := range r.cfg.Replicas {
+		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
+		if err != nil {
+			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
+			all = false
+			continue
+		}
+		if !ok || f.Stream != rep.Stream() || f.Generation != rep.Generation() {
+			rep.SetFloor(0, nil)
+			continue
+		}
+		rep.SetFloor(f.Through, nil)
+	}
+	return all
+}
+
+// Floors is where the trim floors are published.
+func (r *Register) Floors() *Floors { return r.floors }
 
 // StartedAt is when this process entered the register.
 func (r *Register) StartedAt() time.Time { return r.started }

@@ -50,6 +50,11 @@ type LogFigures struct {
 	MaxBytes        int64  `json:"max_bytes"`
 	Bytes           uint64 `json:"bytes"`
 	OrdinaryCeiling int64  `json:"ordinary_ceiling"`
+	// Floor is the log's published trim floor with the term that holds
+	// it (absent while the trim has removed nothing); FloorUnread says
+	// why it could not be read, which is never guessed past.
+	Floor       *Floor `json:"floor,omitempty"`
+	FloorUnread string `json:"floor_unread,omitempty"`
 }
 
 // NodeFigures is one data node's positions.
@@ -74,7 +79,9 @@ type Status struct {
 	KV       jetstream.KeyValue
 	Replicas []*statelog.Replica
 	Logs     map[engine.Domain]statelog.Log
-	Clock    engine.Clock
+	// Floors is the trim floors' bucket (nil: no floor is reported).
+	Floors *Floors
+	Clock  engine.Clock
 	// Known, when set, is the register as this node last read it: the
 	// answer falls back on it when the register cannot be read now.
 	Known func() ([]Position, time.Time)
@@ -140,6 +147,7 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 		if !lf.Measured {
 			unmeasured = append(unmeasured, string(d))
 		}
+		s.readFloor(ctx, &lf)
 		logs[d] = lf
 		a.Logs = append(a.Logs, lf)
 	}
@@ -152,6 +160,21 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
 	}
 	return logs, lastTime
+}
+
+// readFloor adds the log's published trim floor to lf, or why it could
+// not be read.
+func (s *Status) readFloor(ctx context.Context, lf *LogFigures) {
+	if s.Floors == nil {
+		return
+	}
+	f, _, ok, err := s.Floors.Read(ctx, lf.Domain)
+	switch {
+	case err != nil:
+		lf.FloorUnread = err.Error()
+	case ok && f.Stream == lf.Stream && f.Generation == lf.Generation:
+		lf.Floor = &f
+	}
 }
 
 // readPositions reads the register; when it cannot be read it falls back

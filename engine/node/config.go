@@ -7,6 +7,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/trim"
 )
 
 // Modes a node runs in. maintenance and seal are capacity windows that
@@ -31,6 +32,9 @@ type Config struct {
 	Mode   string
 	Stream StreamConfig
 	Store  StoreConfig
+	// Retention is retention.*: the backup schedule and the snapshot
+	// repository.
+	Retention RetentionConfig
 	// ApplyRetryBudget is how long a failing apply retries before the
 	// domain is faulted and reads refuse `stalled` (default 30 s).
 	ApplyRetryBudget time.Duration
@@ -60,8 +64,35 @@ type Config struct {
 	// DeferralGrace is how long a retained record waits before the
 	// deferral alarm names it (default the seeds' 30 minutes).
 	DeferralGrace time.Duration
+	// Trim is the retention trim's settings (retention.*).
+	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
+}
+
+// ParseTrimMinAge reads retention.trim_min_age: a positive Go duration
+// ("720h"); empty is the default (trim.DefaultMinAge).
+func ParseTrimMinAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, &engine.ConfigError{Field: "retention.trim_min_age", Value: s, Reason: "is not a positive duration such as \"720h\" (the age floor: no record younger is trimmed)"}
+	}
+	return d, nil
+}
+
+// TrimConfig is how the node trims its logs (engine/trim).
+type TrimConfig struct {
+	// MinAge is retention.trim_min_age, the age floor: no record younger
+	// is removed (default trim.DefaultMinAge, 30 days).
+	MinAge time.Duration
+	// Interval is how often the trim runs (default trim.DefaultInterval).
+	Interval time.Duration
+	// Backups is the backup gate's source: the trim never passes what it
+	// reached. Nil: the node's own snapshot repository.
+	Backups trim.Backups
 }
 
 // StreamConfig is the stream.* block of Tier A.
@@ -152,6 +183,9 @@ type Hooks struct {
 	// ceilings instead of the page's two seconds and thirty (a test of
 	// an unanswering broker).
 	CeilingRead *broker.CeilingRead
+	// SnapshotArtefact, when set, runs on every artefact this node takes
+	// before it is stored (a test corrupts one there).
+	SnapshotArtefact func(path string) error
 }
 
 // Defaults.

@@ -68,7 +68,7 @@ func (n *Node) openReplicas(ctx context.Context) error {
 	for _, d := range n.domains {
 		name := d.spec.Name()
 		rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: d.log, Domain: d.spec.Domain,
-			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams,
+			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams, Compacted: d.spec.Compacted,
 			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout,
 			Metrics: n.metrics.Domain(string(name)), DeferralGrace: cfg.DeferralGrace}
 		if cfg.Hooks.WrapLog != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/trim"
 	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -35,9 +36,11 @@ type Node struct {
 	// them (Config.Domains): each one's spec, log, replica and service.
 	domains []*domain
 	beat    *fleet.Register
+	trim    *trim.Trimmer
 	units   *turns.Units
 	estate  *estate.Server
 	metrics *metrics.Registry
+	snaps   snapshots
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -89,6 +92,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.ensureStreams(ctx); err != nil {
 		return n, err
 	}
+	n.openSnapshots()
+	if err := n.adoptIfBelowFloor(ctx); err != nil {
+		return n, err
+	}
 	if n.db, err = sqlite.Open(filepath.Join(cfg.DataDir, sqlite.FileName), cfg.Store.BusyTimeoutSeconds); err != nil {
 		return n, err
 	}
@@ -104,7 +111,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
 		return n, err
 	}
+	n.startTrim()
 	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
+		return n, err
+	}
+	if err := n.startSnapshots(); err != nil {
 		return n, err
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
@@ -232,6 +243,27 @@ func (n *Node) Mode() string { return n.cfg.Mode }
 // Broker is the embedded broker (tests stop it to inject faults).
 func (n *Node) Broker() *broker.Embedded { return n.broker }
 
+// startTrim runs the retention trim on every log the node runs (never a
+// compacted stream, whose one value per subject a purge would lose).
+func (n *Node) startTrim() {
+	var targets []trim.Target
+	for _, d := range n.domains {
+		if !d.spec.Compacted {
+			targets = append(targets, trim.Target{Replica: d.replica, Log: d.log})
+		}
+	}
+	backups := n.cfg.Trim.Backups
+	if backups == nil {
+		backups = n.snaps.repo // the backup gate reads the node's own repository
+	}
+	n.trim = trim.New(trim.Config{Node: n.cfg.Name, Targets: targets, Register: n.beat.KV(), Floors: n.beat.Floors(),
+		Backups: backups, MinAge: n.cfg.Trim.MinAge, Interval: n.cfg.Trim.Interval, Clock: n.cfg.Clock, Logger: n.cfg.Logger})
+	n.trim.Start()
+}
+
+// Trim is the node's retention trim (tests run it once on demand).
+func (n *Node) Trim() *trim.Trimmer { return n.trim }
+
 // Register is the node's heartbeat in the positions register.
 func (n *Node) Register() *fleet.Register { return n.beat }
 
@@ -246,7 +278,7 @@ func (n *Node) Retention() *fleet.Status {
 	for _, d := range n.domains {
 		logs[d.spec.Name()] = d.log
 	}
-	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Clock: n.cfg.Clock, Known: n.beat.Known}
+	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known}
 }
 
 // ServeEstate answers calls from nodes without the data role through h
@@ -324,6 +356,8 @@ func (n *Node) close() error {
 	if n.estate != nil {
 		n.estate.Close()
 	}
+	n.trim.Close()
+	n.closeSnapshots()
 	n.beat.Close()
 	if n.stop != nil {
 		close(n.stop)

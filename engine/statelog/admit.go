@@ -33,8 +33,13 @@ type NodeState struct {
 	// already answers them with their codes.
 	Evicted      bool
 	FloorUnknown bool
-	BelowFloor   bool
-	WrongLog     string // non-empty: why this node's log is not its rows' log
+	// FloorErr is why the floor could not be read, where it could not.
+	FloorErr   error
+	BelowFloor bool
+	// Floor is the published trim floor as last read: the trim may have
+	// removed every record at or below it.
+	Floor    uint64
+	WrongLog string // non-empty: why this node's log is not its rows' log
 }
 
 // AdmitRequest is one read as admission sees it: the options the surface
@@ -100,7 +105,9 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 	}
 	// A frozen prefix is still a coherent one: only consistent_prefix,
 	// which claims no age, is answered by a stalled node.
-	if st.Fault != nil && o.Level != engine.ConsistentPrefix {
+	if st.Fault != nil && (o.Level != engine.ConsistentPrefix || st.Applied < st.Floor) {
+		// Below the published floor even a frozen prefix is refused: the
+		// log no longer holds what would take it on from there.
 		return refuse(stalled(st))
 	}
 	target, what := uint64(0), ""
@@ -159,7 +166,11 @@ func standing(st NodeState) *engine.Refusal {
 	case st.WrongLog != "":
 		return engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored.", st.Stream, st.WrongLog)
 	case st.FloorUnknown:
-		return engine.Refuse(engine.CodeFloorUnknown, "the published trim floor of %s could not be read, and an unreadable floor blocks: serving could cover a hole this node cannot see. Check coordination.", st.Stream)
+		why := ""
+		if st.FloorErr != nil {
+			why = " (" + st.FloorErr.Error() + ")"
+		}
+		return engine.Refuse(engine.CodeFloorUnknown, "the published trim floor of %s could not be read%s, and an unreadable floor blocks: serving could cover a hole this node cannot see. Check coordination.", st.Stream, why)
 	case st.BelowFloor:
 		return engine.Refuse(engine.CodeBelowFloor, "records of %s this node never applied are gone from the log, so its rows miss state no replay can supply. It adopts a peer's snapshot on its own; ask another node meanwhile.", st.Stream)
 	case st.ScopeUnknown > 0:

@@ -96,6 +96,8 @@ var admitCases = []struct {
 	// consistent_prefix.
 	{"consistent_prefix served", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitLagging, admitWant{level: engine.ConsistentPrefix}},
 	{"consistent_prefix stalled still answered", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitFaulted, admitWant{level: engine.ConsistentPrefix}},
+	{"consistent_prefix stalled at the published floor still answered", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitWith(func(s *NodeState) { s.Fault = errors.New("x"); s.Floor = 100 }), admitWant{level: engine.ConsistentPrefix}},
+	{"consistent_prefix stalled below the published floor", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitWith(func(s *NodeState) { s.Fault = errors.New("x"); s.Floor = 101 }), admitWant{code: engine.CodeStalled}},
 	{"consistent_prefix stalled below min_position", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix, MinPosition: admitPos(150)}}, admitFaulted, admitWant{code: engine.CodeStalled}},
 	{"consistent_prefix min_position behind", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix, MinPosition: admitPos(150)}, WaitExpired: true}, admitCaught, admitWant{code: engine.CodeBehind}},
 	{"consistent_prefix in a window", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitWindowed, admitWant{level: engine.ConsistentPrefix}},
@@ -104,6 +106,7 @@ var admitCases = []struct {
 	{"evicted", AdmitRequest{Options: engine.ReadOptions{Level: engine.Stale}}, admitWith(func(s *NodeState) { s.Evicted = true }), admitWant{code: engine.CodeEvicted}},
 	{"below the floor", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitWith(func(s *NodeState) { s.BelowFloor = true; s.Fault = errors.New("x") }), admitWant{code: engine.CodeBelowFloor}},
 	{"floor unknown", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}}, admitWith(func(s *NodeState) { s.FloorUnknown = true }), admitWant{code: engine.CodeFloorUnknown, says: "coordination"}},
+	{"floor unknown says why", AdmitRequest{Options: engine.ReadOptions{Level: engine.Stale}}, admitWith(func(s *NodeState) { s.FloorUnknown = true; s.FloorErr = errors.New("no quorum") }), admitWant{code: engine.CodeFloorUnknown, says: "no quorum"}},
 	{"wrong log under the rows", AdmitRequest{Options: engine.ReadOptions{Level: engine.Stale}}, admitWith(func(s *NodeState) { s.WrongLog = "its checkpoint is past the log's end" }), admitWant{code: engine.CodeWrongStream}},
 	{"a retained record of unknown scope", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix}}, admitWith(func(s *NodeState) { s.ScopeUnknown = 1 }), admitWant{code: engine.CodeDeferredScopeUnknown, says: "Upgrade"}},
 	{"grammar before standing", AdmitRequest{Options: engine.ReadOptions{Level: engine.Session}}, admitWith(func(s *NodeState) { s.Evicted = true }), admitWant{code: engine.CodeInvalidArgument}},

@@ -112,6 +112,11 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			}
 			return used, true
 		}
+		var se *StopError
+		if errors.As(err, &se) {
+			r.stop(se, *cp)
+			return 0, false
+		}
 		lastErr = err
 		r.cfg.Metrics.TxAborted()
 		if attempt == 0 {
@@ -249,18 +254,23 @@ func (r *Replica) afterCommit(ctx context.Context, gated []gatedLine) {
 }
 
 // fillGap applies, inside the batch's transaction, every record between
-// the checkpoint and upTo (exclusive) read directly from the log. A
-// sequence the log no longer holds (trimmed or deleted) is skipped, as the
-// consumer itself would.
+// the checkpoint and upTo (exclusive) read directly from the log. On a
+// compacted stream a sequence the log no longer holds is an old value the
+// broker replaced, and is skipped as the consumer itself would; on a log
+// it is never skipped (a hole counted as applied would leave this node's
+// rows missing a record for good): missing judges it.
 func (r *Replica) fillGap(ctx context.Context, tx *sql.Tx, cp *Checkpoint, upTo uint64, rows *int, gated *[]gatedLine) (n, retained, unknown int, err error) {
 	for seq := cp.Seq + 1; seq < upTo; seq++ {
 		m, err := r.cfg.Log.Get(ctx, seq)
-		if errors.Is(err, ErrNoMessage) {
+		if errors.Is(err, ErrNoMessage) && r.cfg.Compacted {
 			cp.Seq = seq
 			if cp.AppliedThrough == seq-1 {
 				cp.AppliedThrough = seq
 			}
 			continue
+		}
+		if errors.Is(err, ErrNoMessage) {
+			return 0, 0, 0, r.missing(ctx, seq)
 		}
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("statelog: record %d was never delivered and cannot be read from the log: %w", seq, err)

@@ -99,6 +99,25 @@ func (r *Replica) loadEvicted(ctx context.Context) error {
 	return nil
 }
 
+// EvictedNodes are the nodes that stand evicted on this log as this
+// node's rows say: the trim no longer waits for them.
+func (r *Replica) EvictedNodes(ctx context.Context) ([]string, error) {
+	rows, err := r.cfg.DB.QueryContext(ctx, `SELECT node FROM statelog_evictions WHERE domain = ? AND evicted_at > readmitted_at`, string(r.domain))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
 // Evicted reports whether this node stands evicted on this log.
 func (r *Replica) Evicted() bool { return r.evicted.Load() }
 

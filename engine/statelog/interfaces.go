@@ -59,6 +59,9 @@ type LogInfo struct {
 	// Leaderless says a member answered while the log had no leader: the
 	// figures are that member's own, behind the log's if it was cut off.
 	Leaderless bool
+	// Leader is the broker (server name) leading the stream where the
+	// broker names one; an embedded broker is named after its node.
+	Leader string
 }
 
 // Delivery is one message handed to the applier.

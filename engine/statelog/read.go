@@ -128,6 +128,7 @@ func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) (Admission
 // State is this replica's standing for admission, taken without a broker
 // call.
 func (r *Replica) State() NodeState {
+	floor, floorErr := r.Floor()
 	return NodeState{
 		Stream:       r.stream,
 		Generation:   r.cfg.Generation,
@@ -138,6 +139,10 @@ func (r *Replica) State() NodeState {
 		Publishing:   r.cfg.Publishing,
 		ScopeUnknown: r.scopeUnknown.Load(),
 		Evicted:      r.evicted.Load(),
+		Floor:        floor,
+		FloorUnknown: floorErr != nil,
+		FloorErr:     floorErr,
+		BelowFloor:   r.belowFloor.Load(),
 	}
 }
 

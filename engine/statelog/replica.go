@@ -95,6 +95,9 @@ type Config struct {
 	// DeferralGrace is how long a retained record may wait before the
 	// deferral alarm names it (default DefaultDeferralGrace).
 	DeferralGrace time.Duration
+	// Compacted says the stream keeps one message per subject: a gap in
+	// it is the broker replacing an old value, not a hole (Spec.Compacted).
+	Compacted bool
 }
 
 // Replica is one domain's replicated copy on this node: its applier, its
@@ -132,6 +135,12 @@ type Replica struct {
 	alarms alarmState
 	// observers are told each commit's applied records (OnApplied).
 	observers observers
+
+	// floor is the log's published trim floor as the heartbeat last read
+	// it (see floor.go); belowFloor says the trim removed records this
+	// node never applied.
+	floor      floorState
+	belowFloor atomic.Bool
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -228,6 +237,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.scopeUnknown.Store(unknown)
 	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
+	r.judgeFloorAtBoot(cp, info)
 	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {
 		return nil, err

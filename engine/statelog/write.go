@@ -104,6 +104,10 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if !r.cfg.Publishing {
 		return engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
 	}
+	if st := r.State(); st.FloorUnknown || st.BelowFloor {
+		// Decided against rows that may miss state: refused like a read.
+		return standing(st)
+	}
 	if f := r.Fault(); f != nil {
 		return r.stalledRefusal(f)
 	}

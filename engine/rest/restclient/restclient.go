@@ -21,6 +21,7 @@ import (
 	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/operator"
+	"github.com/crewlet/crewlet/engine/snapshot"
 )
 
 // RetentionPath is the retention answer's route.
@@ -162,3 +163,82 @@ type URLError struct {
 func (e *URLError) Error() string { return fmt.Sprintf("%q: %v", e.URL, e.Err) }
 
 func (e *URLError) Unwrap() error { return e.Err }
+
+// Backup is POST snapshot.BackupPath: the node takes a snapshot into its
+// repository. progress (when set) is told each progress line the node
+// streams while the copy runs; the answer is the snapshot's manifest, or
+// the node's refusal as an *engine.Refusal. It is not bounded by Timeout,
+// only by ctx: a large database takes what it takes, and the node reports
+// progress at least every second of the copy.
+func (c *Client) Backup(ctx context.Context, progress func(snapshot.ProgressLine)) (snapshot.Manifest, error) {
+	resp, err := c.post(ctx, snapshot.BackupPath)
+	if err != nil {
+		return snapshot.Manifest{}, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxAnswerBytes))
+	for {
+		var l snapshot.BackupLine
+		if err := dec.Decode(&l); err != nil {
+			return snapshot.Manifest{}, fmt.Errorf("the node's backup answer ended before a snapshot or a refusal: %w", err)
+		}
+		switch {
+		case l.Error != nil:
+			if ref := refusal(l.Error); ref != nil {
+				return snapshot.Manifest{}, ref
+			}
+			return snapshot.Manifest{}, fmt.Errorf("the node's backup failed: %s", l.Error)
+		case l.Snapshot != nil:
+			return *l.Snapshot, nil
+		case l.Progress != nil && progress != nil:
+			progress(*l.Progress)
+		}
+	}
+}
+
+// VerifyRestore is POST snapshot.VerifyRestorePath: the node restores the
+// newest snapshot into a scratch database and compares it with its live
+// copy at the same checkpoint. Bounded by ctx only, like Backup.
+func (c *Client) VerifyRestore(ctx context.Context) (snapshot.Report, error) {
+	var r snapshot.Report
+	resp, err := c.post(ctx, snapshot.VerifyRestorePath)
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("the node answered something that is not a verify-restore report: %w", err)
+	}
+	return r, nil
+}
+
+// post sends POST path and returns a 200 answer's response, its body
+// unread; any other answer is read and returned as its error.
+func (c *Client) post(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, nil)
+	if err != nil {
+		return nil, &URLError{URL: c.base, Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
+	if ref := refusal(body); ref != nil {
+		return nil, ref
+	}
+	return nil, &StatusError{Status: resp.Status, Body: strings.TrimSpace(string(body))}
+}

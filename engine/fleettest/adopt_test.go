@@ -1,0 +1,221 @@
+package fleettest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/snapshot"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// adoptRig is a three-node fleet whose lines are recorded per node, and
+// whose n1 corrupts the artefacts it takes while corrupt is set.
+type adoptRig struct {
+	c       *fleettest.Cluster
+	recs    []*enginetest.Recorder
+	corrupt atomic.Bool
+	ops     []tracker.ItemWrite // every create that landed, in order
+}
+
+func startAdoptRig(t *testing.T) *adoptRig {
+	r := &adoptRig{}
+	for i := 0; i < 3; i++ {
+		r.recs = append(r.recs, enginetest.NewRecorder())
+	}
+	r.c = fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		cfg.Logger = r.recs[i].Logger()
+		cfg.Retention.BackupOff = true
+		if i == 0 {
+			cfg.Hooks.SnapshotArtefact = func(path string) error {
+				if !r.corrupt.Load() {
+					return nil
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				b[len(b)/2] ^= 0xff
+				return os.WriteFile(path, b, 0o600)
+			}
+		}
+	}})
+	return r
+}
+
+// write files count items through n1.
+func (r *adoptRig) write(t *testing.T, count int) {
+	t.Helper()
+	ctx := context.Background()
+	n := r.c.Node(0)
+	if len(r.ops) == 0 {
+		if _, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < count; i++ {
+		w, err := n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("item %d", len(r.ops))})
+		enginetest.Landed(t, n, engine.DomainTracker, w.WriteResult, err)
+		r.ops = append(r.ops, w)
+	}
+}
+
+// trim removes the start of the tracker log with the broker's own purge,
+// up to (not including) its last record, and returns the first sequence.
+func (r *adoptRig) trim(t *testing.T) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := r.c.Node(0).Broker().JS.Stream(ctx, "CREWLET_TRACKER_LOG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq)); err != nil {
+		t.Fatal(err)
+	}
+	info, err = s.Info(ctx)
+	if err != nil || info.State.FirstSeq != info.State.LastSeq {
+		t.Fatalf("after the purge the log holds %+v (%v)", info.State, err)
+	}
+	return info.State.FirstSeq
+}
+
+// converged waits until every node has applied the log and hashes alike.
+func (r *adoptRig) converged(t *testing.T) {
+	t.Helper()
+	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		return fleettest.Converged(context.Background(), r.c)
+	})
+}
+
+// adopted checks n3 adopted (statelog_adopted) a snapshot the donor says
+// it sent to it, with the same sha256, and returns the donor.
+func (r *adoptRig) adopted(t *testing.T, since int) string {
+	t.Helper()
+	lines := r.recs[2].Lines(snapshot.EvAdopted)
+	if len(lines) <= since {
+		t.Fatalf("n3 logged %d statelog_adopted lines, want more than %d", len(lines), since)
+	}
+	a := lines[len(lines)-1].Attrs
+	donor, _ := a["donor"].(string)
+	var idx int
+	if _, err := fmt.Sscanf(donor, "n%d", &idx); err != nil || idx < 1 || idx > 2 {
+		t.Fatalf("adopted from %q: %v", donor, a)
+	}
+	for _, s := range r.recs[idx-1].Lines(snapshot.EvSnapshotSent) {
+		if s.Attrs["sha256"] == a["sha256"] && s.Attrs["to"] == "n3" && s.Attrs["component"] == engine.ComponentStatelog {
+			return donor
+		}
+	}
+	t.Fatalf("%s logged no statelog_snapshot_sent to n3 with sha256 %v", donor, a["sha256"])
+	return ""
+}
+
+// reboot stops n3, lets run happen while it is down, and starts it again.
+func (r *adoptRig) reboot(t *testing.T, run func()) {
+	t.Helper()
+	r.c.Stop(2)
+	run()
+	if err := r.c.Start(2); err != nil {
+		t.Fatalf("restart n3: %v", err)
+	}
+}
+
+// TestAdoptBelowTheFloor: a stopped node the trim passed adopts a peer's
+// snapshot on its own and converges; a node started on an empty database
+// after the trim does the same; a corrupt artefact is refused and another
+// donor's adopted. Nothing is lost and nothing applied twice: every item
+// is there once, and a retry of an operation from before the stop is
+// answered from the ledger that travelled inside the snapshot.
+func TestAdoptBelowTheFloor(t *testing.T) {
+	r := startAdoptRig(t)
+	r.write(t, 10)
+	r.converged(t)
+
+	r.reboot(t, func() { r.write(t, 20); r.trim(t) })
+	r.adopted(t, 0)
+	rebuiltBehind(t, r.recs[2])
+	r.write(t, 3)
+	r.converged(t)
+	r.nothingLostNothingTwice(t)
+
+	// A fresh database: the broker store stays, the rows are gone.
+	r.reboot(t, func() {
+		r.write(t, 5)
+		r.trim(t)
+		removeDB(t, r.c.Config(2).DataDir)
+	})
+	r.adopted(t, 1)
+	r.write(t, 2)
+	r.converged(t)
+	r.nothingLostNothingTwice(t)
+
+	// n1 corrupts what it donates: n3 refuses it and adopts n2's.
+	r.corrupt.Store(true)
+	r.reboot(t, func() { r.write(t, 4); r.trim(t) })
+	if got := r.adopted(t, 2); got != "n2" {
+		t.Fatalf("adopted from %s, want n2 after n1's corrupt artefact", got)
+	}
+	refused := r.recs[2].Lines(snapshot.EvSnapshotRefused)
+	if len(refused) == 0 || refused[0].Attrs["donor"] != "n1" {
+		t.Fatalf("n3 refused %v, want n1's corrupt artefact", refused)
+	}
+	r.write(t, 1)
+	r.converged(t)
+	r.nothingLostNothingTwice(t)
+}
+
+func removeDB(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(dir, sqlite.FileName+f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rebuiltBehind: the adopter's reader was rebuilt at the new checkpoint.
+func rebuiltBehind(t *testing.T, rec *enginetest.Recorder) {
+	t.Helper()
+	for _, l := range rec.Lines(engine.EvConsumerRebuilt) {
+		if l.Attrs["drift"] == "behind_checkpoint" && l.Attrs[engine.LogDomain] == string(engine.DomainTracker) {
+			return
+		}
+	}
+	t.Fatalf("no jetstream_domain_consumer_rebuilt with drift behind_checkpoint: %v", rec.Lines(engine.EvConsumerRebuilt))
+}
+
+// nothingLostNothingTwice: n3 holds every item once, and retrying the
+// oldest create on n3 under its op id answers the first copy's item at
+// its position (the ledger came with the snapshot).
+func (r *adoptRig) nothingLostNothingTwice(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	n3 := r.c.Node(2)
+	var items int
+	if err := n3.DB().QueryRowContext(ctx, `SELECT count(*) FROM tracker_items`).Scan(&items); err != nil {
+		t.Fatal(err)
+	}
+	if items != len(r.ops) {
+		t.Fatalf("n3 holds %d items, %d were created", items, len(r.ops))
+	}
+	first := r.ops[0]
+	again, err := n3.Tracker().CreateWorkItem(ctx, engine.WriteOptions{OpID: first.OpID}, tracker.NewWorkItem{Project: "ENG", Title: "item 0"})
+	if err != nil || again.Outcome != engine.Applied || again.Position != first.Position || again.Item.Key != first.Item.Key {
+		t.Fatalf("retry on n3: %+v %v, want applied at %s as %s", again.WriteResult, err, first.Position, first.Item.Key)
+	}
+}

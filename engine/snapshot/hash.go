@@ -1,0 +1,129 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// nodeLocal are the columns whose values are a node's own rather than the
+// log's, left out of every hash so two nodes' copies compare: the ledger's
+// applied_at is the instant that node applied the operation.
+var nodeLocal = map[string]map[string]bool{
+	"statelog_ledger": {"applied_at": true},
+}
+
+// TableHashes hashes every table q sees, in one pass over each: the row
+// count and a sha256 of the rows in the table's own order (its key), which
+// two copies of the same rows share. An FTS5 table's shadow tables hold
+// its index in segments whose layout depends on how the rows were batched,
+// so the virtual table's rows are hashed and its shadows left out.
+func TableHashes(ctx context.Context, q querier) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, coalesce(sql, '') FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	var tables []string
+	virtual, shadows := map[string]bool{}, map[string]bool{}
+	for rows.Next() {
+		var n, ddl string
+		if err := rows.Scan(&n, &ddl); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tables = append(tables, n)
+		if up := strings.ToUpper(ddl); strings.HasPrefix(up, "CREATE VIRTUAL TABLE") && strings.Contains(up, "FTS5") {
+			virtual[n] = true
+			for _, s := range []string{"_data", "_idx", "_docsize", "_config", "_content"} {
+				shadows[n+s] = true
+			}
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, tb := range tables {
+		if shadows[tb] {
+			continue
+		}
+		h, err := tableHash(ctx, q, tb, virtual[tb])
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: hash %s: %w", tb, err)
+		}
+		out[tb] = h
+	}
+	return out, nil
+}
+
+func tableHash(ctx context.Context, q querier, table string, virtual bool) (string, error) {
+	cols, order := "*", ""
+	if virtual {
+		cols, order = "rowid, *", " ORDER BY rowid" // an FTS5 row is its id and its text
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`+order)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	skip := nodeLocal[table]
+	vals := make([]any, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	h := sha256.New()
+	n := 0
+	var b []byte
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		b = b[:0]
+		for i, v := range vals {
+			if skip[names[i]] {
+				continue
+			}
+			b = fmt.Appendf(b, "%T:", v)
+			switch x := v.(type) {
+			case []byte:
+				b = hex.AppendEncode(b, x)
+			default:
+				b = fmt.Appendf(b, "%v", x)
+			}
+			b = append(b, 0x1f)
+		}
+		b = append(b, '\n')
+		h.Write(b)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d:%s", n, hex.EncodeToString(h.Sum(nil))[:16]), nil
+}
+
+// Diff names the tables whose hashes differ between a and b (a table
+// only one side holds included), in order.
+func Diff(a, b map[string]string) []string {
+	var out []string
+	for t, h := range a {
+		if b[t] != h {
+			out = append(out, t)
+		}
+	}
+	for t := range b {
+		if _, ok := a[t]; !ok {
+			out = append(out, t)
+		}
+	}
+	sortStrings(out)
+	return out
+}
