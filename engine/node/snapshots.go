@@ -75,12 +75,12 @@ func (n *Node) SnapshotRepository() snapshot.Repository { return n.snaps.repo }
 // Backup takes a snapshot of the replicated database into the node's
 // repository, telling progress how far the copy has come.
 func (n *Node) Backup(ctx context.Context, progress snapshot.Progress) (snapshot.Manifest, error) {
-	return n.takeInto(ctx, n.snaps.repo, progress)
+	return n.takeInto(ctx, n.snaps.repo, true, progress)
 }
 
 // takeInto takes a snapshot and puts it in repo, logging progress on long
 // copies (statelog_snapshot_progress) and statelog_snapshot_taken.
-func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, progress snapshot.Progress) (snapshot.Manifest, error) {
+func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bool, progress snapshot.Progress) (snapshot.Manifest, error) {
 	n.snaps.mu.Lock()
 	defer n.snaps.mu.Unlock()
 	log := n.cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog)
@@ -95,7 +95,7 @@ func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, progress 
 			progress(done, total)
 		}
 	}
-	path, m, err := snapshot.Take(ctx, n.db, n.cfg.DataDir, n.cfg.Name, n.cfg.Clock.Now(), report)
+	path, m, err := snapshot.Take(ctx, n.db, n.cfg.DataDir, snapshot.TakeOptions{Donor: n.cfg.Name, Now: n.cfg.Clock.Now(), Hashes: hashes, Progress: report})
 	if err != nil {
 		return m, err
 	}
@@ -225,7 +225,7 @@ func (n *Node) offer(ctx context.Context) (snapshot.Offer, bool) {
 // donate takes a fresh snapshot for a peer into the broker's object store
 // (the one repository both nodes read) and logs statelog_snapshot_sent.
 func (n *Node) donate(ctx context.Context, to string) (snapshot.Manifest, error) {
-	m, err := n.takeInto(ctx, n.snaps.store, nil)
+	m, err := n.takeInto(ctx, n.snaps.store, false, nil)
 	if err != nil {
 		return m, err
 	}
