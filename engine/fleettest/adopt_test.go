@@ -179,7 +179,7 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.nothingLostNothingTwice(t)
 }
 
-func removeDB(t *testing.T, dir string) {
+func removeDB(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(filepath.Join(dir, sqlite.FileName+f)); err != nil && !os.IsNotExist(err) {

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,31 +13,8 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/snapshot"
-	"github.com/crewlet/crewlet/engine/tracker"
-	"github.com/crewlet/crewlet/ledger"
 )
-
-// PublishCreates puts count create_work_item records for project ENG on
-// js's tracker log, numbered from first, without waiting on any applier.
-func PublishCreates(tb testing.TB, js jetstream.JetStream, first, count int) {
-	tb.Helper()
-	for j := first; j < first+count; j++ {
-		op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
-		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": fmt.Sprintf("item %d of the benchmark", j),
-			"description": "a description long enough to look like one a person wrote", "status": "open", "assignee": ""})
-		data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
-			Subject: "crewlet.tracker.project.ENG", Payload: payload})
-		if _, err := js.PublishAsync("crewlet.tracker.project.ENG", data, jetstream.WithMsgID(op.String())); err != nil {
-			tb.Fatal(err)
-		}
-		if j%4096 == 0 {
-			<-js.PublishAsyncComplete()
-		}
-	}
-	<-js.PublishAsyncComplete()
-}
 
 // BenchmarkSnapshot: a snapshot of a 100 000-item database (the online
 // backup inside one read transaction and the artefact's sha256, as a
@@ -55,7 +31,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.Fatal(err)
 	}
 	js, _ := jetstream.New(n.Broker().Conn, jetstream.WithPublishAsyncMaxPending(8192))
-	PublishCreates(b, js, 1, items)
+	enginetest.PublishCreates(b, js, 1, items)
 	if err := n.Replica(engine.DomainTracker).WaitApplied(ctx, items+1); err != nil {
 		b.Fatal(err)
 	}
