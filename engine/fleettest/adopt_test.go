@@ -146,9 +146,25 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.write(t, 10)
 	r.converged(t)
 
-	r.reboot(t, func() { r.write(t, 20); r.trim(t) })
+	r.reboot(t, func() {
+		r.write(t, 20)
+		r.trim(t)
+		// The donors' rows say they were derived under other rules (a
+		// donor on another build): the adopter recomputes them once.
+		for i := 0; i < 2; i++ {
+			if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = 0 WHERE domain = 'tracker'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	r.adopted(t, 0)
 	rebuiltBehind(t, r.recs[2])
+	rederived(t, r.recs[2])
+	for i := 0; i < 2; i++ { // the donors' own rows are as they were
+		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, tracker.RulesVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r.write(t, 3)
 	r.converged(t)
 	r.nothingLostNothingTwice(t)
@@ -186,6 +202,18 @@ func removeDB(t testing.TB, dir string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// rederived: the adopter recomputed the tracker's computed columns from
+// the donor's rules version (0) to this build's, before applying anything.
+func rederived(t *testing.T, rec *enginetest.Recorder) {
+	t.Helper()
+	for _, l := range rec.Lines(engine.EvRederived) {
+		if l.Attrs[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(l.Attrs["from"]) == "0" && fmt.Sprint(l.Attrs["to"]) == fmt.Sprint(tracker.RulesVersion) {
+			return
+		}
+	}
+	t.Fatalf("no statelog_rederived of the tracker from 0: %v", rec.Lines(engine.EvRederived))
 }
 
 // rebuiltBehind: the adopter's reader was rebuilt at the new checkpoint.
