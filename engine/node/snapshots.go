@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // DefaultBackupInterval is retention.backup_interval's default. The
@@ -250,7 +251,7 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 		if d.spec.Compacted {
 			continue // a compacted log's gaps are coverage, not a hole
 		}
-		info, err := d.log.Info(ctx)
+		info, err := firstSeq(ctx, d)
 		if err != nil {
 			return fmt.Errorf("node: read %s's first sequence: %w", d.spec.Stream, err)
 		}
@@ -276,4 +277,25 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 			strings.Join(below, ", "), err)
 	}
 	return nil
+}
+
+// firstSeqWait bounds how long a boot retries reading a log's first
+// sequence while a cluster that just restarted elects the log's leader.
+const firstSeqWait = 30 * time.Second
+
+// firstSeq reads d's log state, retrying a broker that does not answer
+// yet.
+func firstSeq(ctx context.Context, d *domain) (statelog.LogInfo, error) {
+	deadline := time.Now().Add(firstSeqWait)
+	for {
+		info, err := d.log.Info(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
