@@ -150,6 +150,10 @@ type Hooks struct {
 	// SnapshotArtefact, when set, runs on every artefact this node takes
 	// before it is stored (a test corrupts one there).
 	SnapshotArtefact func(path string) error
+	// Adopting, when set, runs before this node asks a donor for a
+	// snapshot; an error skips the donor (a test holds a node below the
+	// floor there).
+	Adopting func(donor string) error
 }
 
 // Defaults.

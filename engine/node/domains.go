@@ -63,7 +63,8 @@ func (n *Node) openReplicas(ctx context.Context) error {
 		name := d.spec.Name()
 		rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: d.log, Domain: d.spec.Domain,
 			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams,
-			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout}
+			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout,
+			BelowFloor: n.snaps.held}
 		if cfg.Hooks.WrapLog != nil {
 			rc.Log = cfg.Hooks.WrapLog(name, rc.Log)
 		}

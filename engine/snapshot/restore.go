@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	sqlitedrv "modernc.org/sqlite"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -185,4 +188,47 @@ func samePositions(a, b map[string]Point) bool {
 		}
 	}
 	return true
+}
+
+// restorer is the modernc driver connection's online restore.
+type restorer interface {
+	NewRestore(srcURI string) (*sqlitedrv.Backup, error)
+}
+
+// RestoreInto replaces every page of the open database db with the
+// verified artefact at src, in one write transaction on one of db's
+// connections: a node whose replicas are held (statelog.Replica.Resume)
+// takes a snapshot without closing its database, and a kill half way
+// leaves the old rows whole (the WAL commits all of it or none).
+func RestoreInto(ctx context.Context, db *sql.DB, src string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		r, ok := dc.(restorer)
+		if !ok {
+			return errors.New("snapshot: the database driver has no online restore")
+		}
+		for {
+			bk, err := r.NewRestore(src)
+			if err != nil {
+				return err
+			}
+			_, err = bk.Step(-1)
+			ferr := bk.Finish()
+			if err == nil {
+				return ferr
+			}
+			if !sqlite.IsBusy(err) || ctx.Err() != nil {
+				return fmt.Errorf("snapshot: restore %s into the database: %w", src, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
 }

@@ -138,6 +138,7 @@ func (r *Replica) State() NodeState {
 		Publishing:   r.cfg.Publishing,
 		ScopeUnknown: r.scopeUnknown.Load(),
 		Evicted:      r.evicted.Load(),
+		BelowFloor:   r.belowFloor.Load(),
 	}
 }
 
