@@ -28,7 +28,7 @@ type adoptRig struct {
 	corrupt atomic.Bool
 	// refuse makes n3 skip every donor while set.
 	refuse atomic.Bool
-	ops     []tracker.ItemWrite // every create that landed, in order
+	ops    []tracker.ItemWrite // every create that landed, in order
 }
 
 func startAdoptRig(t *testing.T) *adoptRig {
