@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
@@ -166,4 +167,22 @@ func TestBackupUnderWrites(t *testing.T) {
 	if len(seen) < 2 {
 		t.Logf("every backup saw the same checkpoint: the writer was slower than the backups")
 	}
+}
+
+// The schedule takes backups on its own, every retention.backup_interval.
+func TestBackupSchedule(t *testing.T) {
+	dir := t.TempDir()
+	n := enginetest.OpenNode(t, node.Config{Retention: node.RetentionConfig{SnapshotDir: dir, BackupInterval: 100 * time.Millisecond}})
+	fill(t, n, 0, 2)
+	applied := n.Replica(engine.DomainTracker).Applied()
+	enginetest.CheckFor(t, time.Minute, 50*time.Millisecond, func() error {
+		reached, err := n.SnapshotRepository().Reached(context.Background())
+		if err != nil {
+			return err
+		}
+		if got := reached[string(engine.DomainTracker)]; got < applied {
+			return fmt.Errorf("the scheduled backups reached %d, the tracker is at %d", got, applied)
+		}
+		return nil
+	})
 }
