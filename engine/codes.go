@@ -42,6 +42,14 @@ const (
 	// that no data node took: none answered, or every copy that did is
 	// out of service. The call ran nowhere.
 	CodeNoDataNode Code = "no_data_node"
+	// CodeInsufficientStorage refuses a ceiling the broker cannot
+	// reserve (crewlet retention set-capacity raising a log past what
+	// the broker's storage limit has left). Nothing changed.
+	CodeInsufficientStorage Code = "insufficient_storage"
+	// CodeVolumeFull refuses a write the broker could not store because
+	// the volume holding its store is full (not the log's ceiling).
+	// Nothing was stored.
+	CodeVolumeFull Code = "volume_full"
 )
 
 // CodeInfo is one row of the code table.
@@ -122,6 +130,8 @@ const (
 //     so no other node answers it either.
 //   - log_full, log_truncated: about the domain's log, which every node
 //     shares.
+//   - volume_full, insufficient_storage: the broker's store has no room,
+//     and the log's leader, wherever it is, stores for every node.
 //   - stale, not_found, already_exists, invalid_argument, conflict
 //     (FromRows): decided from the rows and answered only once they still
 //     hold at the log's end, so every node decides alike; conflict is
@@ -176,6 +186,10 @@ var Codes = map[Code]CodeInfo{
 		Doc: "Something by that name already exists. Use it, or choose another name."},
 	CodeNoDataNode: {Code: CodeNoDataNode, Retryable: true, RetryAfter: 1, HTTPStatus: http.StatusServiceUnavailable,
 		Doc: "No data node took the call: none answered, or every one that did has its copy out of service. The call ran nowhere; retry after the hint, and check the data nodes with `crewlet retention status`."},
+	CodeInsufficientStorage: {Code: CodeInsufficientStorage, HTTPStatus: http.StatusInsufficientStorage,
+		Doc: "The broker cannot reserve that ceiling: its storage limit has too little left. Give the broker more room (raise stream.store_max_bytes, or free space on its volume and restart), or give another log's reservation back first with `crewlet retention set-capacity`. Nothing changed."},
+	CodeVolumeFull: {Code: CodeVolumeFull, HTTPStatus: http.StatusInsufficientStorage,
+		Doc: "The volume holding the broker's store is full (not the log's ceiling), so the broker stored nothing. Free space on the volume of stream.store_dir; the write can be retried with the same op_id once there is room."},
 	CodeInternal: {Code: CodeInternal, HTTPStatus: http.StatusInternalServerError,
 		Doc: "Internal error. It has been logged; retry later."},
 }

@@ -37,6 +37,8 @@ const (
 	EvConsumerRebuilt       = "jetstream_domain_consumer_rebuilt"
 	EvConsumerRebuildFailed = "jetstream_domain_consumer_rebuild_failed"
 	EvStreamCapacityDiffers = "jetstream_stream_capacity_differs"
+	EvCeilingShortOfFit     = "statelog_ceiling_short_of_fit"
+	EvCeilingUnread         = "statelog_ceiling_unread"
 	EvStoreTxRetry          = "store_tx_retry"
 	EvRederived             = "statelog_rederived"
 )

@@ -60,6 +60,22 @@ func OperatorHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
 // WWW-Authenticate: Bearer). It applies to every method. Refusal bodies
 // are JSON {"refused": "...", "message": "..."}.
 func Guard(opts HTTPOptions, next http.Handler) http.Handler {
+	return newGuard(opts).wrap(next)
+}
+
+// HostGuard applies Guard's Host and Origin rules without asking for the
+// token: for what a browser must load before it can send one (the
+// dashboard's own page and assets, which carry no data).
+func HostGuard(opts HTTPOptions, next http.Handler) http.Handler {
+	g := newGuard(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.hostAndOrigin(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func newGuard(opts HTTPOptions) *guard {
 	g := &guard{
 		logger: componentLogger(opts.Logger),
 		want:   sha256.Sum256([]byte(opts.Token)),
@@ -70,7 +86,7 @@ func Guard(opts HTTPOptions, next http.Handler) http.Handler {
 			g.allowed = append(g.allowed, splitHost(h, ""))
 		}
 	}
-	return g.wrap(next)
+	return g
 }
 
 type hostPort struct{ host, port string }
@@ -84,15 +100,7 @@ type guard struct {
 
 func (g *guard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		listenPort := localPort(r)
-		if !g.hostAllowed(splitHost(r.Host, "http"), listenPort) {
-			g.deny(w, r, http.StatusForbidden, codeForbidden,
-				"The Host header "+quote(r.Host)+" is not one this node is reached by. Use the node's address as configured, or add it to the allowed hosts.")
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, listenPort) {
-			g.deny(w, r, http.StatusForbidden, codeForbidden,
-				"Requests from the origin "+quote(origin)+" are refused: only pages served from this node's own allowed hosts may call it.")
+		if !g.hostAndOrigin(w, r) {
 			return
 		}
 		switch g.checkToken(r.Header.Get("Authorization")) {
@@ -109,6 +117,23 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostAndOrigin refuses a request whose Host or Origin is not this
+// node's, and says whether it passed.
+func (g *guard) hostAndOrigin(w http.ResponseWriter, r *http.Request) bool {
+	listenPort := localPort(r)
+	if !g.hostAllowed(splitHost(r.Host, "http"), listenPort) {
+		g.deny(w, r, http.StatusForbidden, codeForbidden,
+			"The Host header "+quote(r.Host)+" is not one this node is reached by. Use the node's address as configured, or add it to the allowed hosts.")
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, listenPort) {
+		g.deny(w, r, http.StatusForbidden, codeForbidden,
+			"Requests from the origin "+quote(origin)+" are refused: only pages served from this node's own allowed hosts may call it.")
+		return false
+	}
+	return true
 }
 
 type tokenVerdict int

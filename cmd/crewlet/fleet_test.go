@@ -89,6 +89,13 @@ const childFleetToken = "child-fleet-client-token"
 // serve` children at once.
 func startChildFleet(t *testing.T) *childFleet {
 	t.Helper()
+	return startChildFleetWith(t, "")
+}
+
+// startChildFleetWith is startChildFleet with stream lines added to
+// every node's config (two-space indented YAML under stream:).
+func startChildFleetWith(t *testing.T, stream string) *childFleet {
+	t.Helper()
 	f := &childFleet{bin: BuildBinary(t)}
 	root := t.TempDir()
 	f.tokenFile = filepath.Join(root, "stream.token")
@@ -107,8 +114,8 @@ func startChildFleet(t *testing.T) *childFleet {
 		cfg := filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1))
 		client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 		f.clientURLs = append(f.clientURLs, "nats://"+client)
-		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n",
-			i+1, listens[i], strings.Join(routes, ", "), client, childFleetToken)
+		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n%s",
+			i+1, listens[i], strings.Join(routes, ", "), client, childFleetToken, stream)
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

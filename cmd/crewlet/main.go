@@ -118,6 +118,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return (&ValidateCommand{Main: m}).Run(ctx, rest)
 	case "retention":
 		return (&RetentionCommand{Main: m}).Run(ctx, rest)
+	case "bench":
+		return (&BenchCommand{Main: m}).Run(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "crewlet", Version())
 		return nil
@@ -165,6 +167,7 @@ Commands:
 	mcp       serve MCP over stdio (embedded node on --data, or --node URL)
 	validate  check a config file
 	retention replication status and operations on a running node (crewlet retention -h)
+	bench     the same workloads against Crewlet and, given one, rqlite, side by side
 	version   print the version
 
 Run 'crewlet <command> -h' for a command's flags.

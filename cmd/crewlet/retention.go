@@ -153,13 +153,15 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 	}
 	for _, l := range a.Logs {
 		if l.Measured {
-			fmt.Fprintf(w, "log %s (%s): GEN %d, seq %d..%d\n", l.Domain, l.Stream, l.Generation, l.FirstSeq, l.LastSeq)
+			fmt.Fprintf(w, "log %s (%s): GEN %d, seq %d..%d, %d of %d bytes held (ordinary appends stop at %d)\n",
+				l.Domain, l.Stream, l.Generation, l.FirstSeq, l.LastSeq, l.Bytes, l.MaxBytes, l.OrdinaryCeiling)
 		} else {
 			fmt.Fprintf(w, "log %s (%s): GEN %d, end unread\n", l.Domain, l.Stream, l.Generation)
 		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT")
+	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tLONGEST_TX\tLONGEST_BATCH")
+	var applyErrs []string
 	for _, n := range a.Nodes {
 		for _, d := range n.Domains {
 			lag := "-"
@@ -175,8 +177,22 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 			if !d.BeatAt.IsZero() {
 				beat = d.BeatAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat)
+			tx, batch := "-", "-"
+			if a := d.Apply; a != nil {
+				tx = fmt.Sprintf("%s (%d records, %d rows)", a.LongestTx.Round(time.Millisecond), a.LongestTxRecords, a.LongestTxRows)
+				batch = fmt.Sprintf("%d records, %d rows", a.LongestBatch, a.LongestBatchRows)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, tx, batch)
+			if d.ApplyErr != "" {
+				applyErrs = append(applyErrs, fmt.Sprintf("%s %s applier error: %s", n.Node, d.Domain, d.ApplyErr))
+			}
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range applyErrs {
+		fmt.Fprintln(w, e)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -110,5 +111,25 @@ func TestRetentionStatusCommand(t *testing.T) {
 	}
 	if err := m.Run(context.Background(), []string{"retention", "status", "--node", "127.0.0.1:7420", "--token-file", tokFile}); !errors.As(err, &ue) || !strings.Contains(err.Error(), `--node "127.0.0.1:7420"`) {
 		t.Errorf("a base URL without a scheme: %v, want a usage error naming it", err)
+	}
+}
+
+// TestRetentionTableCapacity: the table names each log's ceiling, the
+// bytes it holds and its ordinary ceiling, each node's longest apply
+// transaction and batch, and an applier's current error.
+func TestRetentionTableCapacity(t *testing.T) {
+	a := fleet.Answer{Level: engine.Stale, Node: "n1",
+		Logs: []fleet.LogFigures{{Domain: engine.DomainTracker, Stream: "CREWLET_TRACKER_LOG", Generation: 1, LastSeq: 9, Measured: true, MaxBytes: 1 << 20, Bytes: 4096, OrdinaryCeiling: 983040}},
+		Nodes: []fleet.NodeFigures{{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 1, Seq: 9, AppliedThrough: 9,
+			Apply: &statelog.ApplyStats{LongestTx: 1500 * time.Millisecond, LongestTxRecords: 3, LongestTxRows: 4000, LongestBatch: 7, LongestBatchRows: 4100}, ApplyErr: "the disk said no"}}}}}}
+	var b strings.Builder
+	if err := writeRetentionTable(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"4096 of 1048576 bytes held (ordinary appends stop at 983040)", "LONGEST_TX", "LONGEST_BATCH", "1.5s (3 records, 4000 rows)", "7 records, 4100 rows", "n1 tracker applier error: the disk said no"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("retention table lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/engine/snapshot"
+	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
@@ -169,6 +170,7 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention())...), Logger: logger}))
 	snapshot.Mount(api, n, logger)
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
+	operator.MountCapacity(api, n, logger)
 	root := http.NewServeMux()
 	// The health checks want no token: /healthz says the process
 	// answers, /readyz that the node serves.
@@ -177,6 +179,11 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, logger
 		_, _ = w.Write([]byte("ok"))
 	})
 	root.Handle("/readyz", httpedge.Ready(n.Unready))
+	// The dashboard's page and assets carry no data and are what a browser
+	// loads before it has the token: Host and Origin rules only.
+	ui := mcp.HostGuard(opts, dashboard.Handler())
+	root.Handle("GET /{$}", ui)
+	root.Handle("GET /ui/", ui)
 	root.Handle("/", mcp.Guard(opts, api))
 	return root
 }

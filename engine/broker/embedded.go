@@ -1,8 +1,11 @@
 // Package broker is Crewlet's side of NATS JetStream: the embedded
 // nats-server (file store, sync as stream.sync says, read back at boot),
-// the domain streams (created when missing, never rewritten, checked for
-// the default persist mode) and the statelog.Log each domain publishes to
-// and reads from through a durable consumer named after the node.
+// the domain streams (created when missing with the ceilings the node
+// sized, never rewritten at boot — only crewlet retention set-capacity
+// changes a ceiling — checked for the default persist mode), what the
+// broker can grant them and the volume's room, and the statelog.Log each
+// domain publishes to and reads from through a durable consumer named
+// after the node.
 package broker
 
 import (
@@ -51,7 +54,9 @@ type EmbeddedOptions struct {
 	ServerName string
 	StoreDir   string
 	Sync       Sync
-	// MaxStore is stream.store_max_bytes (0: the server's own default).
+	// MaxStore is stream.store_max_bytes (0: three quarters of the free
+	// space on StoreDir's volume, counting what the store already holds,
+	// measured once here).
 	MaxStore int64
 	Logger   *slog.Logger
 	// ClientURL, when set, makes the broker listen for clients on a
@@ -158,12 +163,27 @@ type Embedded struct {
 	JS     jetstream.JetStream
 	// clientOpen says stream.client.listen opened the client port.
 	clientOpen bool
+	// storeDir and maxStoreSet say what sets the broker's storage limit
+	// (Grant): stream.store_max_bytes where set, else StoreDir's volume.
+	storeDir    string
+	maxStoreSet bool
 }
 
 // StartEmbedded starts the broker, waits until it is ready, and reads its
 // JetStream config back: a broker syncing otherwise than stream.sync says
 // is refused, because every acknowledgement would promise the wrong thing.
 func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
+	maxStore := o.MaxStore
+	if maxStore <= 0 {
+		// nats-server's own default is three quarters of the volume's free
+		// space without what the store holds, so a restart with full logs
+		// would measure less room than its first boot did.
+		v, err := volumeLimit(o.StoreDir)
+		if err != nil {
+			return nil, fmt.Errorf("broker: stream.store_max_bytes is unset and the free space on the volume holding stream.store_dir (%s) cannot be read (%v); set stream.store_max_bytes", o.StoreDir, err)
+		}
+		maxStore = v
+	}
 	opts := &server.Options{
 		ServerName:         o.ServerName,
 		DontListen:         true,
@@ -171,7 +191,7 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		StoreDir:           o.StoreDir,
 		SyncAlways:         o.Sync.Always,
 		SyncInterval:       o.Sync.Interval,
-		JetStreamMaxStore:  o.MaxStore,
+		JetStreamMaxStore:  maxStore,
 		JetStreamMaxMemory: 64 << 20,
 		NoSigs:             true,
 	}
@@ -225,7 +245,7 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		ns.Shutdown()
 		return nil, err
 	}
-	return &Embedded{Server: ns, Conn: nc, JS: js, clientOpen: o.Client != nil}, nil
+	return &Embedded{Server: ns, Conn: nc, JS: js, clientOpen: o.Client != nil, storeDir: o.StoreDir, maxStoreSet: o.MaxStore > 0}, nil
 }
 
 // ClientURL is the URL nodes without data connect to: the client

@@ -28,6 +28,10 @@ type Log struct {
 	// drainWait bounds how long closing a reader waits for the broker to
 	// confirm its drain: one whose broker is gone never does.
 	drainWait time.Duration
+	// volume is the embedded broker's store directory, whose volume an
+	// append checks for room first (SetVolume); empty for an external
+	// broker, whose disk this node cannot see.
+	volume string
 }
 
 // DefaultDrainWait is how long closing a reader waits for its drain.
@@ -63,6 +67,9 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expectLast))
 	}
 	opts = append(opts, jetstream.WithExpectStream(l.name))
+	if err := l.volumeRoom(len(data)); err != nil {
+		return statelog.PubAck{}, err
+	}
 	ack, err := l.js.Publish(ctx, subject, data, opts...)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		// Every attempt was answered no-responders: the broker delivered
@@ -72,7 +79,16 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 		return statelog.PubAck{}, fmt.Errorf("%w: no leader of %s answers from this broker (%v)", statelog.ErrNoQuorum, l.name, err)
 	}
 	if err != nil {
-		return statelog.PubAck{}, classify(err)
+		err = classify(err)
+		if errors.Is(err, statelog.ErrNoAnswer) {
+			// A broker whose store failed for want of disk never answers
+			// the publish: say the volume is full beside the unknown, so
+			// the write can settle it from the log.
+			if verr := l.volumeRoom(len(data)); verr != nil {
+				err = fmt.Errorf("%w (%w)", err, verr)
+			}
+		}
+		return statelog.PubAck{}, err
 	}
 	return statelog.PubAck{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

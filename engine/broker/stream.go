@@ -14,9 +14,13 @@ import (
 
 // StreamSpec is what a missing domain stream is created with.
 type StreamSpec struct {
-	Name       string
-	Subjects   []string
+	Name     string
+	Subjects []string
+	// MaxBytes is the ceiling a missing stream is created with; Fit the
+	// one the sizing would give it on an empty broker, which an existing
+	// stream's ceiling is reported against (0: not reported).
 	MaxBytes   int64
+	Fit        int64
 	Duplicates time.Duration
 	Replicas   int
 	// Compacted keeps one message per subject (a keyed table), each for
@@ -44,6 +48,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec, 
 		s, err := ensureOnce(actx, js, spec, log)
 		cancel()
 		var perm *permanentError
+		if insufficient(err) {
+			return nil, fmt.Errorf("%w: create %s with %d bytes: %v", ErrInsufficientStorage, spec.Name, spec.MaxBytes, err)
+		}
 		if err == nil || errors.As(err, &perm) || ctx.Err() != nil || time.Now().After(deadline) {
 			if err != nil && !errors.As(err, &perm) && attempt > 1 {
 				err = fmt.Errorf("%w (gave up after %d attempts over %s waiting for the JetStream cluster)", err, attempt, wait)
@@ -74,6 +81,7 @@ func (p *permanentError) Unwrap() error { return p.error }
 func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, log *slog.Logger) (jetstream.Stream, error) {
 	log = log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, spec.Name)
 	s, err := js.Stream(ctx, spec.Name)
+	created := false
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		replicas := spec.Replicas
@@ -94,7 +102,10 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, lo
 			sc.MaxMsgsPerSubject, sc.MaxAge = 1, spec.MaxAge
 		}
 		s, err = js.CreateStream(ctx, sc)
-		created := err == nil
+		created = err == nil
+		if insufficient(err) {
+			return nil, err
+		}
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			// Another node created it first; take it as it is.
 			s, err = js.Stream(ctx, spec.Name)
@@ -112,8 +123,10 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, lo
 	if cfg.PersistMode != jetstream.DefaultPersistMode {
 		return nil, &permanentError{fmt.Errorf("broker: stream %s persists in %s mode; an acknowledged write on it need not be on disk. Set it back to the default persist mode", spec.Name, cfg.PersistMode)}
 	}
-	if cfg.MaxBytes != spec.MaxBytes && spec.MaxBytes > 0 {
-		log.Info(engine.EvStreamCapacityDiffers, "ceiling", cfg.MaxBytes, "would_create", spec.MaxBytes)
+	if !created && spec.Fit > 0 && cfg.MaxBytes != spec.Fit {
+		// Harmless: its reservation was granted when it was made; crewlet
+		// retention set-capacity changes it.
+		log.Info(engine.EvStreamCapacityDiffers, "ceiling", cfg.MaxBytes, "fit", spec.Fit)
 	}
 	return s, nil
 }

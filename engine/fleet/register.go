@@ -35,6 +35,12 @@ type Position struct {
 	// is its last beat (zero until the first, when the position is zero).
 	StartedAt time.Time `json:"started_at"`
 	BeatAt    time.Time `json:"beat_at"`
+	// Apply is the longest apply transaction and the longest batch this
+	// node's applier observed in the domain since its process started
+	// (Replication: the bulk-apply degradation, measured); ApplyErr the
+	// failure the applier is on now, empty while it applies.
+	Apply    *statelog.ApplyStats `json:"apply,omitempty"`
+	ApplyErr string               `json:"apply_error,omitempty"`
 }
 
 // Key is the register key of a node's domain.
@@ -182,6 +188,11 @@ func (r *Register) Beat(ctx context.Context) {
 		p := Position{Node: r.cfg.Node, Domain: rep.Domain(), Stream: cp.Stream, Generation: cp.Generation,
 			Seq: cp.Seq, AppliedThrough: cp.AppliedThrough, StreamCreatedAt: cp.StreamCreatedAt.UTC(),
 			CheckpointStoredAt: cp.CheckpointStoredAt.UTC(), StartedAt: r.started, BeatAt: now}
+		stats := rep.ApplyStats()
+		p.Apply = &stats
+		if aerr := rep.ApplyErr(); aerr != nil {
+			p.ApplyErr = aerr.Error()
+		}
 		if err := r.put(ctx, p); err != nil {
 			errs = append(errs, err)
 		}

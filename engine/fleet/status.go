@@ -41,6 +41,12 @@ type LogFigures struct {
 	CreatedAt  time.Time     `json:"stream_created_at"`
 	// Measured is false when the log's end could not be read.
 	Measured bool `json:"measured"`
+	// MaxBytes is the log's byte ceiling, Bytes what it holds, and
+	// OrdinaryCeiling where its ordinary appends stop (a sixteenth short
+	// on a log keeping the gate reserve): read with the end.
+	MaxBytes        int64  `json:"max_bytes"`
+	Bytes           uint64 `json:"bytes"`
+	OrdinaryCeiling int64  `json:"ordinary_ceiling"`
 }
 
 // NodeFigures is one data node's positions.
@@ -116,6 +122,7 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 			info, err := l.Info(ictx)
 			if err == nil {
 				lf.FirstSeq, lf.LastSeq, lf.CreatedAt, lf.Measured = info.FirstSeq, info.LastSeq, info.Created.UTC(), true
+				lf.MaxBytes, lf.Bytes, lf.OrdinaryCeiling = info.MaxBytes, info.Bytes, rep.OrdinaryCeiling(info.MaxBytes)
 				if info.LastSeq > 0 {
 					if m, err := l.Get(ictx, info.LastSeq); err == nil {
 						lastTime[d] = m.Time

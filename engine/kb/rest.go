@@ -7,12 +7,14 @@ import (
 )
 
 // ReadRoutes are the knowledge base's REST read routes: the same answers
-// as list_spaces and get_page, at the read level the grammar asks (stale
+// as list_spaces, list_pages, get_page and search_knowledge, at the read level the grammar asks (stale
 // by default).
 func (s *Service) ReadRoutes() []rest.Route {
 	return []rest.Route{
 		{Pattern: "/api/v1/spaces", Grammar: true, Serve: s.restSpaces},
+		{Pattern: "/api/v1/pages", Grammar: true, Keys: []string{"space", "parent", "limit", "cursor"}, Serve: s.restPages},
 		{Pattern: "/api/v1/pages/{id}", Grammar: true, Serve: s.restPage},
+		{Pattern: "/api/v1/search/pages", Grammar: true, Keys: []string{"q", "space", "limit"}, Serve: s.restSearch},
 	}
 }
 
@@ -28,4 +30,32 @@ func (s *Service) restSpaces(ctx context.Context, q *rest.Query) (any, error) {
 // restPage is GET /api/v1/pages/{id}.
 func (s *Service) restPage(ctx context.Context, q *rest.Query) (any, error) {
 	return s.GetPage(ctx, q.Read, q.Path("id"))
+}
+
+// restPages is GET /api/v1/pages?space=…&parent=…&limit=…&cursor=… (parent
+// given empty lists the space's top pages).
+func (s *Service) restPages(ctx context.Context, q *rest.Query) (any, error) {
+	limit, err := q.Int("limit", 1, MaxListLimit, DefaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	f := PageFilter{Space: q.Str("space"), Limit: limit, Cursor: q.Str("cursor")}
+	if q.Has("parent") {
+		p := q.Str("parent")
+		f.Parent = &p
+	}
+	res, err := s.ListPages(ctx, q.Read, f)
+	if res.Pages == nil {
+		res.Pages = []PageSummary{}
+	}
+	return res, err
+}
+
+// restSearch is GET /api/v1/search/pages?q=…&space=…&limit=….
+func (s *Service) restSearch(ctx context.Context, q *rest.Query) (any, error) {
+	limit, err := q.Int("limit", 1, MaxSearchLimit, DefaultSearchLimit)
+	if err != nil {
+		return nil, err
+	}
+	return s.SearchKnowledge(ctx, q.Read, SearchQuery{Query: q.Str("q"), Space: q.Str("space"), Limit: limit})
 }

@@ -2,6 +2,7 @@ package kb
 
 import (
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -9,11 +10,11 @@ import (
 // (not compacted) that keeps the gate reserve and decides whether the
 // node serves the estate.
 var Spec = statelog.Spec{
-	Domain:         Domain{},
-	Stream:         engine.StreamPages,
-	CeilingKey:     "stream.pages_log_max_bytes",
-	DefaultCeiling: statelog.FloorCeiling,
-	GateReserve:    true,
-	Estate:         true,
-	Service:        func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
+	Domain:      Domain{},
+	Stream:      engine.StreamPages,
+	CeilingKey:  "stream.pages_log_max_bytes",
+	Ask:         capacity.QuarterOf(engine.StreamTracker),
+	GateReserve: true,
+	Estate:      true,
+	Service:     func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
 }

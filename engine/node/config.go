@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -154,6 +155,10 @@ type Hooks struct {
 	// snapshot; an error skips the donor (a test holds a node below the
 	// floor there).
 	Adopting func(donor string) error
+	// CeilingRead, when set, bounds the boot's read of the logs'
+	// ceilings instead of the page's two seconds and thirty (a test of
+	// an unanswering broker).
+	CeilingRead *broker.CeilingRead
 }
 
 // Defaults.

@@ -29,25 +29,31 @@ type domain struct {
 	service any
 }
 
-// ensureStreams creates every domain's stream where it is missing (an
-// existing one is never rewritten) and opens its log.
+// ensureStreams sizes the logs' ceilings together, creates every
+// domain's stream where it is missing (an existing one is never
+// rewritten) and opens its log.
 func (n *Node) ensureStreams(ctx context.Context) error {
 	cfg := n.cfg
-	for _, sp := range cfg.Domains {
-		ceiling := cfg.Stream.LogMaxBytes[sp.CeilingKey]
-		if ceiling == 0 {
-			ceiling = sp.DefaultCeiling
-		}
-		ss := broker.StreamSpec{Name: sp.Stream, Subjects: sp.Subjects(), MaxBytes: ceiling, Duplicates: cfg.Stream.DuplicateWindow,
+	plan, in, err := n.sizeLogs(ctx)
+	if err != nil {
+		return err
+	}
+	for i, sp := range cfg.Domains {
+		sized := plan.Logs[i]
+		ss := broker.StreamSpec{Name: sp.Stream, Subjects: sp.Subjects(), MaxBytes: sized.Create, Fit: sized.Fit, Duplicates: cfg.Stream.DuplicateWindow,
 			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait, Compacted: sp.Compacted, MaxAge: sp.MaxAge}
 		s, err := broker.EnsureStream(ctx, n.broker.JS, ss, cfg.Logger)
 		if err != nil {
-			return err
+			return n.reserveRefused(ctx, err, in, sized.Log, sized.Create)
 		}
 		l := broker.NewLog(n.broker.JS, s, sp.Name(), cfg.Name, cfg.Logger)
 		l.SetDrainWait(cfg.DrainWait)
+		if n.broker.Server != nil {
+			l.SetVolume(cfg.Stream.StoreDir)
+		}
 		n.domains = append(n.domains, &domain{spec: sp, log: l})
 	}
+	n.reportShort(plan)
 	return nil
 }
 

@@ -292,6 +292,9 @@ func (n *Node) Unready() *engine.Refusal {
 	if ref := n.OutOfService(); ref != nil {
 		return ref
 	}
+	if full, free := n.broker.VolumeFull(); full {
+		return engine.Refuse(engine.CodeVolumeFull, "the volume holding this node's broker store (stream.store_dir %s) is full: %d bytes free, under the %d an append keeps free, so every write is refused. Free space on it; nothing else needs doing.", n.cfg.Stream.StoreDir, free, broker.VolumeHeadroom)
+	}
 	if n.cfg.Mode != ModeNormal {
 		return engine.Refuse(engine.CodeMaintenance, "this node runs in mode %s, a capacity window that publishes nothing: writes and linearizable reads refuse until it runs in normal mode again.", n.cfg.Mode).With("mode", n.cfg.Mode)
 	}

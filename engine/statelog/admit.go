@@ -217,6 +217,8 @@ func barrierRefusal(stream string, err error) *engine.Refusal {
 		return engine.RefuseDoc(engine.CodeMaintenance)
 	case errors.Is(err, ErrLogFull):
 		return engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to, so no barrier can be written. Raise it with `crewlet retention set-capacity`, or unblock the trim (`crewlet retention status` names the term); stale reads keep answering.", stream)
+	case errors.Is(err, ErrVolumeFull):
+		return engine.Refuse(engine.CodeVolumeFull, "the volume holding the broker's store is full (%v), so no barrier can be written to %s; this is the disk, not the log's ceiling. Free space on the volume of stream.store_dir; stale reads keep answering.", err, stream)
 	case errors.Is(err, ErrNoQuorum):
 		return engine.Refuse(engine.CodeNoQuorum, "the barrier on %s did not commit: the broker answered and a majority did not agree. Retry after the hint; if it persists, a member is down or partitioned.", stream)
 	}

@@ -84,9 +84,12 @@ type Subscription interface {
 
 // Errors the Log classifies broker answers into.
 var (
-	ErrLogFull   = errors.New("statelog: the log is at its byte ceiling")
-	ErrNoAnswer  = errors.New("statelog: the broker did not answer")
-	ErrNoMessage = errors.New("statelog: no such message")
+	ErrLogFull = errors.New("statelog: the log is at its byte ceiling")
+	// ErrVolumeFull: the volume holding the broker's store has no room
+	// for the append (not the log's ceiling); the broker stored nothing.
+	ErrVolumeFull = errors.New("statelog: the volume holding the broker's store is full")
+	ErrNoAnswer   = errors.New("statelog: the broker did not answer")
+	ErrNoMessage  = errors.New("statelog: no such message")
 	// ErrNoQuorum: the broker answered and a majority did not agree.
 	ErrNoQuorum = errors.New("statelog: the broker answered but no quorum committed")
 )

@@ -418,6 +418,23 @@ func (r *Replica) Fault() error {
 	return nil
 }
 
+// ApplyErr is the failure the applier is on now — one it is retrying,
+// before the budget or past it, or why it stopped for good — and nil
+// while it applies (crewlet retention status names it).
+func (r *Replica) ApplyErr() error {
+	r.faultMu.Lock()
+	defer r.faultMu.Unlock()
+	if r.stopped != nil {
+		return r.stopped
+	}
+	return r.lastErr
+}
+
+// OrdinaryCeiling is the ceiling this log's ordinary appends are held to
+// under the broker's ceiling max (a sixteenth short where the domain
+// keeps the gate reserve).
+func (r *Replica) OrdinaryCeiling(max int64) int64 { return OrdinaryCeiling(r.cfg.GateReserve, max) }
+
 // Close stops the applier after it has applied what was handed to it, so
 // a clean stop leaves the consumer level with the checkpoint. An applier
 // stuck retrying is given a short grace and then abandoned mid-batch,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	logcap "github.com/crewlet/crewlet/engine/capacity"
 )
 
 // Spec is one domain as the node runs it: everything outside its Apply
@@ -21,10 +22,11 @@ type Spec struct {
 	Compacted bool
 	MaxAge    time.Duration
 	// CeilingKey is the Tier A field that sets the log's byte ceiling
-	// (stream.tracker_log_max_bytes, ...); DefaultCeiling the ceiling a
-	// log is created with when the field is unset.
-	CeilingKey     string
-	DefaultCeiling int64
+	// (stream.tracker_log_max_bytes, ...); Ask how the log asks for one
+	// when the field is unset, which the node's capacity sizing fits
+	// into the broker together with every other log's.
+	CeilingKey string
+	Ask        logcap.Ask
 	// GateReserve keeps a sixteenth of the ceiling for gate records:
 	// ordinary appends (writes, barriers) stop short of it, so an
 	// eviction can still be written to a full log.
@@ -36,10 +38,6 @@ type Spec struct {
 	// call) over its replica.
 	Service func(r *Replica, clock engine.Clock) any
 }
-
-// FloorCeiling is the smallest ceiling a log is created with (1 GiB):
-// the default of every log until the capacity sizing derives its ask.
-const FloorCeiling = 1 << 30
 
 // Name is the domain's name.
 func (s Spec) Name() engine.Domain { return s.Domain.Name() }

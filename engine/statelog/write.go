@@ -208,6 +208,8 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 		return true, out, engine.Refuse(engine.CodeNoQuorum, "no majority of the broker's cluster took this append on %s (%v); this attempt wrote nothing. Retry with op_id %s after the hint; if it persists, a member is down or partitioned.", r.stream, err, opID).With("op_id", opID)
 	case errors.Is(err, ErrLogFull):
 		return true, out, engine.Refuse(engine.CodeLogFull, "%s is at the byte ceiling its ordinary appends are held to; nothing was written. Raise it with `crewlet retention set-capacity`, or unblock the trim.", r.stream)
+	case errors.Is(err, ErrVolumeFull) && !errors.Is(err, ErrNoAnswer):
+		return true, out, volumeFull(r.stream, opID, err)
 	}
 	res, err := r.resolveLost(ctx, op, out, subject, err)
 	return true, res, err
@@ -379,6 +381,11 @@ func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject s
 		r.noteOwn(last.Seq)
 		return r.answerLanded(ctx, out, last.Seq, true)
 	}
+	if (err == nil || errors.Is(err, ErrNoMessage)) && errors.Is(cause, ErrVolumeFull) {
+		// The log answers and the record is not on it, and the broker's
+		// volume is full: its store failed, which the broker never answers.
+		return out, volumeFull(r.stream, out.OpID, cause)
+	}
 	r.log.Warn(engine.EvPublishUnknown, engine.LogOpID, out.OpID, engine.LogStream, r.stream, "subject", subject, engine.LogErr, cause.Error())
 	out.Outcome = engine.Unknown
 	out.Message = "Nothing could be established about this write: it may be on the log and it may not. Retry with the same op_id, never a fresh one."
@@ -470,4 +477,9 @@ func OpFor(now time.Time, w engine.WriteOptions, verb, object string) (Op, error
 		return op, engine.Refuse(engine.CodeInvalidArgument, "%s.", strings.TrimSuffix(err.Error(), "."))
 	}
 	return op, nil
+}
+
+// volumeFull refuses an append the broker's full volume could not store.
+func volumeFull(stream, opID string, err error) *engine.Refusal {
+	return engine.Refuse(engine.CodeVolumeFull, "the volume holding the broker's store is full (%v), so nothing was written to %s; this is the disk, not the log's ceiling. Free space on the volume of stream.store_dir, then retry with op_id %s.", err, stream, opID).With("op_id", opID)
 }

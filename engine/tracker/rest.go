@@ -7,13 +7,15 @@ import (
 )
 
 // ReadRoutes are the tracker's REST read routes: the same answers as
-// list_projects, list_work_items and get_work_item, at the read level the
+// list_projects, list_work_items, get_work_item and search_work_items, and an item's history, at the read level the
 // grammar asks (stale by default).
 func (s *Service) ReadRoutes() []rest.Route {
 	return []rest.Route{
 		{Pattern: "/api/v1/projects", Grammar: true, Serve: s.restProjects},
 		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "limit", "cursor"}, Serve: s.restWorkItems},
 		{Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.restWorkItem},
+		{Pattern: "/api/v1/work-items/{key}/history", Grammar: true, Serve: s.restHistory},
+		{Pattern: "/api/v1/search/work-items", Grammar: true, Keys: []string{"q", "project", "limit"}, Serve: s.restSearch},
 	}
 }
 
@@ -44,4 +46,18 @@ func (s *Service) restWorkItems(ctx context.Context, q *rest.Query) (any, error)
 // restWorkItem is GET /api/v1/work-items/{key}.
 func (s *Service) restWorkItem(ctx context.Context, q *rest.Query) (any, error) {
 	return s.GetWorkItem(ctx, q.Read, q.Path("key"))
+}
+
+// restHistory is GET /api/v1/work-items/{key}/history.
+func (s *Service) restHistory(ctx context.Context, q *rest.Query) (any, error) {
+	return s.ItemHistory(ctx, q.Read, q.Path("key"))
+}
+
+// restSearch is GET /api/v1/search/work-items?q=…&project=…&limit=….
+func (s *Service) restSearch(ctx context.Context, q *rest.Query) (any, error) {
+	limit, err := q.Int("limit", 1, MaxSearchLimit, DefaultSearchLimit)
+	if err != nil {
+		return nil, err
+	}
+	return s.SearchWorkItems(ctx, q.Read, q.Str("q"), q.Str("project"), limit)
 }

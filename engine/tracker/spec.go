@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -9,11 +10,11 @@ import (
 // compacted) that keeps the gate reserve and decides whether the node
 // serves the estate.
 var Spec = statelog.Spec{
-	Domain:         Domain{},
-	Stream:         engine.StreamTracker,
-	CeilingKey:     "stream.tracker_log_max_bytes",
-	DefaultCeiling: statelog.FloorCeiling,
-	GateReserve:    true,
-	Estate:         true,
-	Service:        func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
+	Domain:      Domain{},
+	Stream:      engine.StreamTracker,
+	CeilingKey:  "stream.tracker_log_max_bytes",
+	Ask:         capacity.VolumeQuarter(4*capacity.GiB, 64*capacity.GiB),
+	GateReserve: true,
+	Estate:      true,
+	Service:     func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
 }

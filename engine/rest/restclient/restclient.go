@@ -13,11 +13,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/snapshot"
 )
 
@@ -65,15 +68,35 @@ func (c *Client) Retention(ctx context.Context) (fleet.Answer, error) {
 	return a, nil
 }
 
+// SetCapacity is POST /api/v1/logs/{log}/capacity?max_bytes=N (crewlet
+// retention set-capacity): the log's ceiling changed to maxBytes, for the
+// whole fleet. A refusal is an *engine.Refusal.
+func (c *Client) SetCapacity(ctx context.Context, log string, maxBytes int64) (capacity.Change, error) {
+	var ch capacity.Change
+	body, err := c.do(ctx, http.MethodPost, operator.CapacityPath(log)+"?max_bytes="+strconv.FormatInt(maxBytes, 10))
+	if err != nil {
+		return ch, err
+	}
+	if err := json.Unmarshal(body, &ch); err != nil {
+		return ch, fmt.Errorf("the node answered something that is not a capacity change: %w", err)
+	}
+	return ch, nil
+}
+
 // get sends GET path and returns the body of a 200 answer.
 func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path)
+}
+
+// do sends method path and returns the body of a 200 answer.
+func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
 	if err != nil {
 		return nil, &URLError{URL: c.base, Err: err}
 	}

@@ -1,0 +1,16 @@
+package capacity
+
+// Change is what crewlet retention set-capacity answers: the log, its
+// ceiling before and now, the bytes it held, and the ceiling its
+// ordinary appends are held to now (a sixteenth short on a log keeping
+// the gate reserve).
+type Change struct {
+	Domain   string `json:"domain"`
+	Stream   string `json:"stream"`
+	Before   int64  `json:"max_bytes_before"`
+	MaxBytes int64  `json:"max_bytes"`
+	Ordinary int64  `json:"ordinary_ceiling"`
+	Held     uint64 `json:"bytes_held"`
+	// Changed is false when the log already had that ceiling.
+	Changed bool `json:"changed"`
+}

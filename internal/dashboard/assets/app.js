@@ -1,0 +1,320 @@
+// Crewlet's dashboard: a small single-page app over the node's REST read
+// path (/api/v1/…) with the operator token. Every view reads at the level
+// the chooser names (stale by default) and renders that level and the
+// answer's lag beside its rows. It stays live by watching this node's log
+// positions (the retention answer, every two seconds) and reading the
+// view again when one moves. Data is only ever put in the page as text.
+'use strict';
+
+const state = {
+  token: sessionStorage.getItem('crewlet.token') || '',
+  level: sessionStorage.getItem('crewlet.level') || 'stale',
+  // seen: the newest position each domain's answers have shown, the floor
+  // a session read asks for (min_position).
+  seen: {},
+  positions: '',
+  rendering: false,
+};
+
+// h builds an element; strings become text nodes, never markup.
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v);
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+class Refused extends Error {
+  constructor(body, status) {
+    super(body.message || body.refused || ('HTTP ' + status));
+    this.code = body.refused || ('http_' + status);
+    this.retryAfter = body.retry_after_seconds;
+  }
+}
+
+// api reads a route. domain names the log the route reads ('tracker' or
+// 'kb'), so a session read can name the position its domain last showed;
+// routes without a read level (the retention answer) pass none.
+async function api(path, params, domain) {
+  const u = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v !== undefined && v !== null) u.searchParams.set(k, v);
+  }
+  if (domain) {
+    u.searchParams.set('read_level', state.level);
+    const seen = state.seen[domain];
+    if (state.level === 'session' && seen) u.searchParams.set('min_position', seen);
+  }
+  const resp = await fetch(u, { headers: { Authorization: 'Bearer ' + state.token } });
+  const body = await resp.json().catch(() => ({}));
+  if (resp.status === 401) {
+    logout('The node refused the token: ' + (body.message || 'log in again.'));
+    throw new Refused(body, resp.status);
+  }
+  if (!resp.ok || body.refused) throw new Refused(body, resp.status);
+  if (domain && body.seen_through && body.seen_through.stream) {
+    const p = body.seen_through;
+    const prev = state.seen[domain];
+    if (!prev || Number(prev.split(':')[1]) < p.seq) {
+      state.seen[domain] = p.stream + '@' + p.generation + ':' + p.seq;
+    }
+  }
+  return body;
+}
+
+// readInfo renders what an answer promises: its level, how far this node
+// had applied, and its lag behind the log.
+function readInfo(a) {
+  const parts = ['level: ' + a.level];
+  if (a.seen_through && a.seen_through.stream) {
+    const p = a.seen_through;
+    parts.push('seen through ' + p.stream + '@' + p.generation + ':' + p.seq);
+  }
+  let lagging = false;
+  if (a.lag) {
+    lagging = a.lag.seq > 0;
+    let lag = 'lag ' + a.lag.seq + ' records';
+    if (a.lag.seconds !== undefined) lag += ' (' + a.lag.seconds.toFixed(1) + ' s)';
+    parts.push(lag);
+  } else {
+    parts.push('lag unknown');
+  }
+  if (a.complete === false) parts.push('incomplete');
+  const el = h('div', { class: 'readinfo' + (lagging ? ' lagging' : ''), 'data-level': a.level }, parts.join(' · '));
+  if (a.note) el.append(h('div', { class: 'muted' }, a.note));
+  return el;
+}
+
+function refusal(err) {
+  const code = err.code ? err.code + ': ' : '';
+  let msg = code + err.message;
+  if (err.retryAfter) msg += ' (retry after ' + err.retryAfter + ' s)';
+  return h('p', { class: 'refused', 'data-refused': err.code || '' }, msg);
+}
+
+function when(t) { return t ? new Date(t).toLocaleString() : ''; }
+
+const views = {
+  async board(project) {
+    const projects = await api('/api/v1/projects', {}, 'tracker');
+    const out = [h('h2', {}, 'Board'), readInfo(projects)];
+    if (!projects.projects.length) return out.concat(h('p', { class: 'muted' }, 'No projects yet.'));
+    project = project || projects.projects[0].key;
+    out.push(h('p', { class: 'links' }, projects.projects.map((p) =>
+      h('a', { href: '#/board/' + p.key, class: p.key === project ? 'active' : '' }, p.key + ' — ' + p.name))));
+    const items = await api('/api/v1/work-items', { project, limit: 200 }, 'tracker');
+    out.push(readInfo(items));
+    const byStatus = {};
+    for (const it of items.items) (byStatus[it.status] = byStatus[it.status] || []).push(it);
+    const statuses = ['open', 'in_progress', 'blocked', 'done', 'cancelled'];
+    out.push(h('div', { class: 'columns' }, statuses.map((s) => h('section', { class: 'column', 'data-status': s },
+      h('h3', {}, s.replace('_', ' ') + ' (' + (byStatus[s] || []).length + ')'),
+      (byStatus[s] || []).map((it) => h('a', { class: 'card', href: '#/item/' + it.key, 'data-key': it.key },
+        h('div', { class: 'key' }, it.key + (it.assignee ? ' · ' + it.assignee : '')), it.title))))));
+    if (items.next_cursor) out.push(h('p', { class: 'muted' }, 'Showing the first 200 items.'));
+    return out;
+  },
+
+  async item(key) {
+    const [read, hist] = await Promise.all([
+      api('/api/v1/work-items/' + encodeURIComponent(key), {}, 'tracker'),
+      api('/api/v1/work-items/' + encodeURIComponent(key) + '/history', {}, 'tracker'),
+    ]);
+    const it = read.item;
+    const rows = [['status', it.status], ['assignee', it.assignee || '—'], ['version', it.version],
+      ['parent', it.parent || '—'], ['tags', (it.tags || []).join(', ') || '—'],
+      ['created', when(it.created_at)], ['updated', when(it.updated_at)]];
+    return [
+      h('h2', {}, it.key + ' ', h('span', { class: 'muted' }, it.title)), readInfo(read),
+      h('table', {}, rows.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', {}, String(v))))),
+      h('pre', { class: 'body' }, it.description || '(no description)'),
+      h('h3', {}, 'Dependencies'),
+      (it.edges || []).length ? h('ul', {}, it.edges.map((e) => h('li', {}, e.kind + ' ', h('a', { href: '#/item/' + e.key }, e.key), e.mirror ? ' (mirror)' : '')))
+        : h('p', { class: 'muted' }, 'None.'),
+      h('h3', {}, 'Comments'),
+      read.comments.length ? h('ul', {}, read.comments.map((c) => h('li', {}, h('strong', {}, c.author), ' ', h('span', { class: 'muted' }, when(c.at)), h('div', {}, c.body))))
+        : h('p', { class: 'muted' }, 'None.'),
+      h('h3', {}, 'History'), readInfo(hist),
+      h('table', { class: 'history' }, h('tr', {}, ['seq', 'field', 'from', 'to', 'at'].map((t) => h('th', {}, t))),
+        hist.changes.map((c) => h('tr', {}, h('td', {}, c.seq), h('td', {}, c.field), h('td', {}, c.old), h('td', {}, c.new), h('td', {}, when(c.at))))),
+    ];
+  },
+
+  async kb(space) {
+    const spaces = await api('/api/v1/spaces', {}, 'kb');
+    const out = [h('h2', {}, 'Knowledge base'), readInfo(spaces)];
+    if (!spaces.spaces.length) return out.concat(h('p', { class: 'muted' }, 'No spaces yet.'));
+    space = space || spaces.spaces[0].key;
+    out.push(h('p', { class: 'links' }, spaces.spaces.map((s) =>
+      h('a', { href: '#/kb/' + s.key }, s.key + ' — ' + s.name + ' (' + s.pages + ')'))));
+    const all = await api('/api/v1/pages', { space, limit: 200 }, 'kb');
+    out.push(readInfo(all), h('ul', { class: 'tree', 'data-space': space }, pageTree(all.pages, '')));
+    if (all.next_cursor) out.push(h('p', { class: 'muted' }, 'Showing the first 200 pages.'));
+    return out;
+  },
+
+  async page(id) {
+    const read = await api('/api/v1/pages/' + encodeURIComponent(id), {}, 'kb');
+    const p = read.page;
+    return [h('h2', {}, p.title), readInfo(read),
+      h('p', { class: 'muted' }, 'space ', h('a', { href: '#/kb/' + p.space }, p.space), ' · version ' + p.version + ' · updated ' + when(p.updated_at)),
+      h('pre', { class: 'body' }, p.body)];
+  },
+
+  async search(q) {
+    const form = h('form', { onsubmit: (e) => { e.preventDefault(); location.hash = '#/search/' + encodeURIComponent(e.target.q.value); } },
+      h('input', { name: 'q', value: q || '', placeholder: 'words to find', 'aria-label': 'search' }), h('button', { type: 'submit' }, 'Search'));
+    const out = [h('h2', {}, 'Search'), form];
+    if (!q) return out;
+    const [items, pages] = await Promise.all([
+      api('/api/v1/search/work-items', { q }, 'tracker'),
+      api('/api/v1/search/pages', { q }, 'kb'),
+    ]);
+    out.push(h('h3', {}, 'Work items'), readInfo(items),
+      h('ul', {}, items.hits.map((x) => h('li', {}, h('a', { href: '#/item/' + x.key }, x.key), ' ' + x.title + ' ', h('span', { class: 'muted' }, x.status)))));
+    out.push(h('h3', {}, 'Pages'), readInfo(pages),
+      h('ul', {}, pages.hits.map((x) => h('li', {}, h('a', { href: '#/page/' + x.id }, x.title), ' ', h('span', { class: 'muted' }, x.space)))));
+    return out;
+  },
+
+  async retention() {
+    const a = await api('/api/v1/retention');
+    const out = [h('h2', {}, 'Settings › Backups & retention'),
+      h('div', { class: 'readinfo' }, 'level: ' + a.level + ' · asked ' + a.node + ' at ' + when(a.asked_at)),
+      a.note ? h('p', { class: 'muted' }, a.note) : null, h('h3', {}, 'Logs'), figures(a.logs || [])];
+    out.push(h('h3', {}, 'Nodes'));
+    const rows = [];
+    for (const n of a.nodes || []) for (const d of n.domains || []) rows.push(Object.assign({ node: n.node }, d));
+    out.push(figures(rows, ['node', 'domain', 'generation', 'seq', 'applied_through', 'lag']));
+    for (const [k, v] of Object.entries(a)) {
+      if (Array.isArray(v) && !['logs', 'nodes'].includes(k)) out.push(h('h3', {}, k.replace(/_/g, ' ')), figures(v));
+    }
+    return out;
+  },
+};
+
+// pageTree lists the pages under parent ('' for the space's top), each
+// with its own children below it.
+function pageTree(pages, parent) {
+  return pages.filter((p) => (p.parent || '') === parent).map((p) => {
+    const li = h('li', {}, h('a', { href: '#/page/' + p.id, 'data-page': p.id }, p.title));
+    const kids = pageTree(pages, p.id);
+    if (kids.length) li.append(h('ul', { class: 'tree' }, kids));
+    return li;
+  });
+}
+
+// figures renders rows of an answer as a table: first the named columns,
+// then every other field the rows carry (so a figure the node adds shows
+// up without a change here).
+function figures(rows, first) {
+  const cols = [...(first || [])];
+  for (const r of rows) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
+  const cell = (v) => {
+    if (v === undefined || v === null) return '';
+    if (typeof v === 'object' && 'seq' in v && !('stream' in v)) return v.seq + (v.seconds !== undefined ? ' (' + v.seconds.toFixed(1) + ' s)' : '');
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  };
+  return h('table', {}, h('tr', {}, cols.map((c) => h('th', {}, c))),
+    rows.map((r) => h('tr', {}, cols.map((c) => h('td', { 'data-col': c }, cell(r[c]))))));
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  switch (parts[0]) {
+    case 'item': return ['board', () => views.item(parts[1])];
+    case 'kb': return ['kb', () => views.kb(parts[1])];
+    case 'page': return ['kb', () => views.page(parts[1])];
+    case 'search': return ['search', () => views.search(parts[1])];
+    case 'settings': return ['settings', () => views.retention()];
+    default: return ['board', () => views.board(parts[1])];
+  }
+}
+
+async function render() {
+  if (!state.token || state.rendering) return;
+  state.rendering = true;
+  const [nav, view] = route();
+  for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.id === 'nav-' + nav);
+  const main = document.getElementById('main');
+  let kids;
+  try {
+    kids = await view();
+  } catch (err) {
+    kids = [refusal(err)];
+  } finally {
+    state.rendering = false;
+  }
+  if (!state.token) return;
+  const focused = document.activeElement && document.activeElement.name;
+  main.replaceChildren(...kids.flat().filter(Boolean));
+  if (focused) { const el = main.querySelector('[name="' + focused + '"]'); if (el) el.focus(); }
+}
+
+// watch reads this node's positions every two seconds and renders the
+// view again when one has moved.
+async function watch() {
+  if (!state.token) return;
+  try {
+    const a = await api('/api/v1/retention');
+    // The logs' ends move the moment a write lands; this node's own
+    // positions move when it has applied it (at its next beat).
+    const mine = (a.nodes || []).find((n) => n.node === a.node);
+    const ends = (a.logs || []).map((l) => l.stream + ':' + l.generation + ':' + l.last_seq);
+    const applied = mine ? mine.domains.map((d) => d.domain + ':' + d.generation + ':' + d.seq) : [];
+    const sig = ends.concat(applied).join(',');
+    if (sig !== state.positions) {
+      state.positions = sig;
+      await render();
+    } else if (route()[0] === 'settings') {
+      await render();
+    }
+  } catch (err) { /* the next tick asks again; a 401 has logged out */ }
+}
+
+function showApp() {
+  document.getElementById('top').hidden = false;
+  document.getElementById('level').value = state.level;
+  render();
+}
+
+function logout(why) {
+  state.token = '';
+  sessionStorage.removeItem('crewlet.token');
+  if (why) sessionStorage.setItem('crewlet.why', why);
+  location.reload();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  const why = sessionStorage.getItem('crewlet.why');
+  if (why) { document.getElementById('login-error').textContent = why; sessionStorage.removeItem('crewlet.why'); }
+  document.getElementById('login').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const tok = document.getElementById('token').value.trim();
+    const resp = await fetch('/api/v1/projects', { headers: { Authorization: 'Bearer ' + tok } });
+    if (resp.status === 401 || resp.status === 403) {
+      const body = await resp.json().catch(() => ({}));
+      document.getElementById('login-error').textContent = body.message || 'The node refused the token.';
+      return;
+    }
+    state.token = tok;
+    sessionStorage.setItem('crewlet.token', tok);
+    showApp();
+  });
+  document.getElementById('level').addEventListener('change', (e) => {
+    state.level = e.target.value;
+    sessionStorage.setItem('crewlet.level', state.level);
+    render();
+  });
+  document.getElementById('logout').addEventListener('click', () => logout(''));
+  window.addEventListener('hashchange', render);
+  if (state.token) showApp();
+  setInterval(watch, 2000);
+});

@@ -1,0 +1,173 @@
+package peerbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// Crewlet is a Crewlet node, or a fleet, reached like any user reaches it:
+// writes are create_work_item calls over the operator MCP (Streamable
+// HTTP), reads are GETs of the REST read path, both with the operator
+// token. With several base URLs, workers spread over the nodes.
+type Crewlet struct {
+	BaseURLs []string
+	Token    string
+	// Project is the key the workloads write under (default BENCH).
+	Project string
+
+	http    *http.Client
+	mu      sync.Mutex
+	clients map[int]*client.Client // one MCP session per worker
+}
+
+// Name is "crewlet".
+func (c *Crewlet) Name() string { return "crewlet" }
+
+func (c *Crewlet) project() string {
+	if c.Project == "" {
+		return "BENCH"
+	}
+	return c.Project
+}
+
+// Setup creates the project and its first item, the row the reads read.
+func (c *Crewlet) Setup(ctx context.Context) error {
+	c.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	c.clients = map[int]*client.Client{}
+	cl, err := c.client(ctx, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := call(ctx, cl, "create_project", map[string]any{"key": c.project(), "name": "Benchmark"}); err != nil && !strings.Contains(err.Error(), "already_exists") {
+		return err
+	}
+	if _, err := c.get(ctx, 0, "/api/v1/work-items/"+c.project()+"-1?read_level=linearizable"); err == nil {
+		return nil // a run before this one filed it
+	}
+	if _, err = call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": "the row the reads read"}); err != nil {
+		return err
+	}
+	// A linearizable read waits for the item's apply, so the stale reads
+	// that follow find it.
+	_, err = c.get(ctx, 0, "/api/v1/work-items/"+c.project()+"-1?read_level=linearizable")
+	return err
+}
+
+// client is worker's MCP session, started on first use against the
+// worker's node.
+func (c *Crewlet) client(ctx context.Context, worker int) (*client.Client, error) {
+	c.mu.Lock()
+	cl := c.clients[worker]
+	c.mu.Unlock()
+	if cl != nil {
+		return cl, nil
+	}
+	url := strings.TrimSuffix(c.BaseURLs[worker%len(c.BaseURLs)], "/") + "/operator/mcp"
+	cl, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.Token}))
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Start(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := cl.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("initialize %s: %w", url, err)
+	}
+	c.mu.Lock()
+	c.clients[worker] = cl
+	c.mu.Unlock()
+	return cl, nil
+}
+
+// Do runs one operation: a write must answer applied; a read must answer
+// 200 at the level it asked.
+func (c *Crewlet) Do(ctx context.Context, w Workload, worker, i int) error {
+	switch w.Kind {
+	case Floor:
+		_, err := c.get(ctx, worker, "/healthz")
+		return err
+	case Write:
+		cl, err := c.client(ctx, worker)
+		if err != nil {
+			return err
+		}
+		ans, err := call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": fmt.Sprintf("w%d-%d", worker, i)})
+		if err != nil {
+			return err
+		}
+		if ans["outcome"] != "applied" {
+			return fmt.Errorf("outcome %v", ans["outcome"])
+		}
+		return nil
+	case Linearizable, Stale:
+		_, err := c.get(ctx, worker, "/api/v1/work-items/"+c.project()+"-1?read_level="+map[Kind]string{Linearizable: "linearizable", Stale: "stale"}[w.Kind])
+		return err
+	}
+	return fmt.Errorf("crewlet has no workload %s", w.Kind)
+}
+
+func (c *Crewlet) get(ctx context.Context, worker int, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURLs[worker%len(c.BaseURLs)], "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return body, nil
+}
+
+// Close ends every MCP session.
+func (c *Crewlet) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+}
+
+// call calls a tool and returns its answer object; a refusal is an error
+// carrying the refusal's JSON.
+func call(ctx context.Context, cl *client.Client, name string, args map[string]any) (map[string]any, error) {
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := cl.CallTool(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcpgo.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("%s refused: %.300s", name, text)
+	}
+	var ans map[string]any
+	if err := json.Unmarshal([]byte(text), &ans); err != nil {
+		return nil, fmt.Errorf("%s: answer is not JSON: %.200s", name, text)
+	}
+	return ans, nil
+}

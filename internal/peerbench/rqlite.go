@@ -1,0 +1,112 @@
+package peerbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Rqlite is an rqlite node or cluster over its HTTP API (/db/execute,
+// /db/query) at its default durability. With several base URLs, workers
+// spread over the nodes; a write sent to a follower is redirected by
+// rqlite itself, which the client follows.
+type Rqlite struct {
+	BaseURLs []string
+	http     *http.Client
+}
+
+// Name is "rqlite".
+func (r *Rqlite) Name() string { return "rqlite" }
+
+// Setup creates the table and its first row.
+func (r *Rqlite) Setup(ctx context.Context) error {
+	r.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	if err := r.execute(ctx, 0, []any{"CREATE TABLE IF NOT EXISTS bench (id INTEGER PRIMARY KEY, title TEXT NOT NULL)"}); err != nil {
+		return err
+	}
+	return r.execute(ctx, 0, []any{[]any{"INSERT OR IGNORE INTO bench(id, title) VALUES(1, ?)", "the row the reads read"}})
+}
+
+// Do runs one operation.
+func (r *Rqlite) Do(ctx context.Context, w Workload, worker, i int) error {
+	switch w.Kind {
+	case Floor:
+		return r.get(ctx, worker, "/readyz")
+	case Write:
+		return r.execute(ctx, worker, []any{[]any{"INSERT INTO bench(title) VALUES(?)", fmt.Sprintf("w%d-%d", worker, i)}})
+	case Linearizable, Stale:
+		level := map[Kind]string{Linearizable: "linearizable", Stale: "none"}[w.Kind]
+		return r.get(ctx, worker, "/db/query?level="+level+"&q="+url.QueryEscape("SELECT id, title FROM bench WHERE id = 1"))
+	}
+	return fmt.Errorf("rqlite has no workload %s", w.Kind)
+}
+
+func (r *Rqlite) base(worker int) string {
+	return strings.TrimSuffix(r.BaseURLs[worker%len(r.BaseURLs)], "/")
+}
+
+func (r *Rqlite) execute(ctx context.Context, worker int, stmts []any) error {
+	body, _ := json.Marshal(stmts)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base(worker)+"/db/execute", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// A redirect to the leader must resend the body: GetBody does.
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return r.do(req)
+}
+
+func (r *Rqlite) get(ctx context.Context, worker int, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base(worker)+path, nil)
+	if err != nil {
+		return err
+	}
+	return r.do(req)
+}
+
+// do sends req and fails on a status other than 200 or a result that
+// names an error.
+func (r *Rqlite) do(req *http.Request) error {
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s: %.200s", req.Method, req.URL.Path, resp.Status, body)
+	}
+	var ans struct {
+		Results []struct {
+			Error string `json:"error"`
+		} `json:"results"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &ans) == nil {
+		if ans.Error != "" {
+			return fmt.Errorf("rqlite: %s", ans.Error)
+		}
+		for _, res := range ans.Results {
+			if res.Error != "" {
+				return fmt.Errorf("rqlite: %s", res.Error)
+			}
+		}
+	}
+	return nil
+}
+
+// Close releases idle connections.
+func (r *Rqlite) Close() {
+	if r.http != nil {
+		r.http.CloseIdleConnections()
+	}
+}
