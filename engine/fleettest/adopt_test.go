@@ -26,7 +26,9 @@ type adoptRig struct {
 	c       *fleettest.Cluster
 	recs    []*enginetest.Recorder
 	corrupt atomic.Bool
-	ops     []tracker.ItemWrite // every create that landed, in order
+	// refuse makes n3 skip every donor while set.
+	refuse atomic.Bool
+	ops    []tracker.ItemWrite // every create that landed, in order
 }
 
 func startAdoptRig(t *testing.T) *adoptRig {
@@ -37,6 +39,15 @@ func startAdoptRig(t *testing.T) *adoptRig {
 	r.c = fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
 		cfg.Logger = r.recs[i].Logger()
 		cfg.Retention.BackupOff = true
+		if i == 2 {
+			cfg.Retention.AdoptWait = time.Second
+			cfg.Hooks.Adopting = func(donor string) error {
+				if r.refuse.Load() {
+					return fmt.Errorf("the test keeps n3 from %s", donor)
+				}
+				return nil
+			}
+		}
 		if i == 0 {
 			cfg.Hooks.SnapshotArtefact = func(path string) error {
 				if !r.corrupt.Load() {
@@ -146,9 +157,25 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.write(t, 10)
 	r.converged(t)
 
-	r.reboot(t, func() { r.write(t, 20); r.trim(t) })
+	r.reboot(t, func() {
+		r.write(t, 20)
+		r.trim(t)
+		// The donors' rows say they were derived under other rules (a
+		// donor on another build): the adopter recomputes them once.
+		for i := 0; i < 2; i++ {
+			if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = 0 WHERE domain = 'tracker'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	r.adopted(t, 0)
 	rebuiltBehind(t, r.recs[2])
+	rederived(t, r.recs[2])
+	for i := 0; i < 2; i++ { // the donors' own rows are as they were
+		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, tracker.RulesVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r.write(t, 3)
 	r.converged(t)
 	r.nothingLostNothingTwice(t)
@@ -177,15 +204,61 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.write(t, 1)
 	r.converged(t)
 	r.nothingLostNothingTwice(t)
+	r.corrupt.Store(false)
+
+	// No donor answers in time: n3 opens held, its reads and writes
+	// refuse below_floor, and both clear on their own once it adopts.
+	r.refuse.Store(true)
+	r.reboot(t, func() { r.write(t, 3); r.trim(t) })
+	refusesBelowFloor(t, r.c.Node(2))
+	r.refuse.Store(false)
+	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		_, err := r.c.Node(2).Tracker().GetWorkItem(context.Background(), engine.ReadOptions{Level: engine.Linearizable}, "ENG-1")
+		return err
+	})
+	r.adopted(t, 3)
+	rebuiltBehind(t, r.recs[2])
+	r.write(t, 1)
+	r.converged(t)
+	r.nothingLostNothingTwice(t)
 }
 
-func removeDB(t *testing.T, dir string) {
+// refusesBelowFloor: a read and a write on n refuse below_floor.
+func refusesBelowFloor(t *testing.T, n *node.Node) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Stale}, "ENG-1")
+	if engine.CodeOf(err) != engine.CodeBelowFloor {
+		t.Fatalf("a read on a held node: %v, want below_floor", err)
+	}
+	_, err = n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "held"})
+	if engine.CodeOf(err) != engine.CodeBelowFloor {
+		t.Fatalf("a write on a held node: %v, want below_floor", err)
+	}
+	if ref := n.Unready(); ref == nil || ref.Code != engine.CodeBelowFloor {
+		t.Fatalf("a held node is ready: %v", ref)
+	}
+}
+
+func removeDB(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range []string{"", "-wal", "-shm"} {
 		if err := os.Remove(filepath.Join(dir, sqlite.FileName+f)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// rederived: the adopter recomputed the tracker's computed columns from
+// the donor's rules version (0) to this build's, before applying anything.
+func rederived(t *testing.T, rec *enginetest.Recorder) {
+	t.Helper()
+	for _, l := range rec.Lines(engine.EvRederived) {
+		if l.Attrs[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(l.Attrs["from"]) == "0" && fmt.Sprint(l.Attrs["to"]) == fmt.Sprint(tracker.RulesVersion) {
+			return
+		}
+	}
+	t.Fatalf("no statelog_rederived of the tracker from 0: %v", rec.Lines(engine.EvRederived))
 }
 
 // rebuiltBehind: the adopter's reader was rebuilt at the new checkpoint.

@@ -179,13 +179,17 @@ type Hooks struct {
 	// ClientURL, when set, puts the node's broker connection on TCP via
 	// the URL it returns for the broker's (a proxy that drops acks).
 	ClientURL func(brokerURL string) string
+	// SnapshotArtefact, when set, runs on every artefact this node takes
+	// before it is stored (a test corrupts one there).
+	SnapshotArtefact func(path string) error
+	// Adopting, when set, runs before this node asks a donor for a
+	// snapshot; an error skips the donor (a test holds a node below the
+	// floor there).
+	Adopting func(donor string) error
 	// CeilingRead, when set, bounds the boot's read of the logs'
 	// ceilings instead of the page's two seconds and thirty (a test of
 	// an unanswering broker).
 	CeilingRead *broker.CeilingRead
-	// SnapshotArtefact, when set, runs on every artefact this node takes
-	// before it is stored (a test corrupts one there).
-	SnapshotArtefact func(path string) error
 }
 
 // Defaults.

@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // DefaultBackupInterval is retention.backup_interval's default. The
@@ -24,9 +25,14 @@ import (
 // takes seconds and holds no writer, so four a day cost nothing.
 const DefaultBackupInterval = 6 * time.Hour
 
-// DefaultAdoptWait bounds how long a boot below the floor keeps asking
-// the fleet for a snapshot before it fails naming the domains.
-const DefaultAdoptWait = 2 * time.Minute
+// DefaultAdoptWait bounds how long a boot below the floor asks the fleet
+// for a snapshot before the node opens anyway, held: its reads and writes
+// refuse below_floor while it goes on asking in the background
+// (adoptLoop), and serve again on their own once it has adopted one.
+const DefaultAdoptWait = 10 * time.Second
+
+// adoptRetry is how often a held node asks the fleet again.
+const adoptRetry = 2 * time.Second
 
 // RetentionConfig is the retention.* block this package reads.
 type RetentionConfig struct {
@@ -52,6 +58,11 @@ type snapshots struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed sync.Once
+	// held says the boot found the node below the floor and no peer
+	// donated in time: the replicas open held, and adoptLoop (adopted
+	// closes when it ends) goes on asking.
+	held    bool
+	adopted chan struct{}
 }
 
 func (n *Node) openSnapshots() {
@@ -75,12 +86,12 @@ func (n *Node) SnapshotRepository() snapshot.Repository { return n.snaps.repo }
 // Backup takes a snapshot of the replicated database into the node's
 // repository, telling progress how far the copy has come.
 func (n *Node) Backup(ctx context.Context, progress snapshot.Progress) (snapshot.Manifest, error) {
-	return n.takeInto(ctx, n.snaps.repo, progress)
+	return n.takeInto(ctx, n.snaps.repo, true, progress)
 }
 
 // takeInto takes a snapshot and puts it in repo, logging progress on long
 // copies (statelog_snapshot_progress) and statelog_snapshot_taken.
-func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, progress snapshot.Progress) (snapshot.Manifest, error) {
+func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bool, progress snapshot.Progress) (snapshot.Manifest, error) {
 	n.snaps.mu.Lock()
 	defer n.snaps.mu.Unlock()
 	log := n.cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog)
@@ -95,7 +106,7 @@ func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, progress 
 			progress(done, total)
 		}
 	}
-	path, m, err := snapshot.Take(ctx, n.db, n.cfg.DataDir, n.cfg.Name, n.cfg.Clock.Now(), report)
+	path, m, err := snapshot.Take(ctx, n.db, n.cfg.DataDir, snapshot.TakeOptions{Donor: n.cfg.Name, Now: n.cfg.Clock.Now(), Hashes: hashes, Progress: report})
 	if err != nil {
 		return m, err
 	}
@@ -183,11 +194,16 @@ func (n *Node) startSnapshots() error {
 		return fmt.Errorf("node: serve snapshot donations: %w", err)
 	}
 	n.snaps.donor = d
-	n.snaps.stop, n.snaps.done = make(chan struct{}), make(chan struct{})
+	n.snaps.stop, n.snaps.done, n.snaps.adopted = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if n.cfg.Retention.BackupOff {
 		close(n.snaps.done)
 	} else {
 		go n.backupLoop()
+	}
+	if n.snaps.held {
+		go n.adoptLoop()
+	} else {
+		close(n.snaps.adopted)
 	}
 	return nil
 }
@@ -198,6 +214,7 @@ func (n *Node) closeSnapshots() {
 		if n.snaps.stop != nil {
 			close(n.snaps.stop)
 			<-n.snaps.done
+			<-n.snaps.adopted
 		}
 	})
 }
@@ -225,7 +242,7 @@ func (n *Node) offer(ctx context.Context) (snapshot.Offer, bool) {
 // donate takes a fresh snapshot for a peer into the broker's object store
 // (the one repository both nodes read) and logs statelog_snapshot_sent.
 func (n *Node) donate(ctx context.Context, to string) (snapshot.Manifest, error) {
-	m, err := n.takeInto(ctx, n.snaps.store, nil)
+	m, err := n.takeInto(ctx, n.snaps.store, false, nil)
 	if err != nil {
 		return m, err
 	}
@@ -250,7 +267,7 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 		if d.spec.Compacted {
 			continue // a compacted log's gaps are coverage, not a hole
 		}
-		info, err := d.log.Info(ctx)
+		info, err := firstSeq(ctx, d)
 		if err != nil {
 			return fmt.Errorf("node: read %s's first sequence: %w", d.spec.Stream, err)
 		}
@@ -270,10 +287,104 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 		wait = DefaultAdoptWait
 	}
 	_, err = snapshot.Adopt(ctx, snapshot.AdoptConfig{Conn: n.broker.Conn, Node: n.cfg.Name, Repo: n.snaps.store,
-		Floors: floors, DBPath: path, Wait: wait, Logger: n.cfg.Logger})
+		Floors: floors, DBPath: path, Wait: wait, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting})
 	if err != nil {
-		return engine.Refuse(engine.CodeBelowFloor, "records this node never applied are gone from the log of %s, and no peer donated a snapshot to adopt: %v. Start this node again once a data node whose copy is in service is up.",
-			strings.Join(below, ", "), err)
+		// Open anyway, held: reads and writes refuse below_floor, and the
+		// node goes on asking (adoptLoop).
+		n.cfg.Logger.Warn(snapshot.EvBelowTheFloor, engine.LogComponent, engine.ComponentEngine, "domains", strings.Join(below, ", "),
+			"held", true, engine.LogErr, err.Error())
+		n.snaps.held = true
 	}
 	return nil
+}
+
+// floors reads every log's first sequence and creation instant.
+func (n *Node) floors(ctx context.Context) (map[string]snapshot.Floor, error) {
+	out := map[string]snapshot.Floor{}
+	for _, d := range n.domains {
+		if d.spec.Compacted {
+			continue
+		}
+		info, err := d.log.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[string(d.spec.Name())] = snapshot.Floor{FirstSeq: info.FirstSeq, Created: info.Created.UTC()}
+	}
+	return out, nil
+}
+
+// adoptLoop asks the fleet for a snapshot until one is restored into the
+// open database and every replica resumed on it, or the node closes.
+func (n *Node) adoptLoop() {
+	defer close(n.snaps.adopted)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-n.snaps.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	log := n.cfg.Logger.With(engine.LogComponent, engine.ComponentEngine)
+	for {
+		err := n.adoptHeld(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Debug("statelog_adoption_retry", engine.LogErr, err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(adoptRetry):
+		}
+	}
+}
+
+// adoptHeld is one round of a held node's adoption: a donation restored
+// into the open database, then every replica resumed on its new rows.
+func (n *Node) adoptHeld(ctx context.Context) error {
+	floors, err := n.floors(ctx)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(n.cfg.DataDir, sqlite.FileName)
+	_, err = snapshot.Adopt(ctx, snapshot.AdoptConfig{Conn: n.broker.Conn, Node: n.cfg.Name, Repo: n.snaps.store,
+		Floors: floors, DBPath: path, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting,
+		Install: func(src string) error { return snapshot.RestoreInto(ctx, n.db, src) }})
+	if err != nil {
+		return err
+	}
+	for _, d := range n.domains {
+		if d.replica == nil || !d.replica.BelowFloor() {
+			continue
+		}
+		if err := d.replica.Resume(ctx); err != nil {
+			n.log.Error("statelog_resume_failed", engine.LogDomain, string(d.spec.Name()), engine.LogErr, err.Error())
+			return nil // the rows are the donor's; a restart resumes from them
+		}
+	}
+	return nil
+}
+
+// firstSeqWait bounds how long a boot retries reading a log's first
+// sequence while a cluster that just restarted elects the log's leader.
+const firstSeqWait = 30 * time.Second
+
+// firstSeq reads d's log state, retrying a broker that does not answer
+// yet.
+func firstSeq(ctx context.Context, d *domain) (statelog.LogInfo, error) {
+	deadline := time.Now().Add(firstSeqWait)
+	for {
+		info, err := d.log.Info(ctx)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -221,5 +221,8 @@ func (c Config) Unchecked() []string {
 	if c.Stream.Cluster.Listen != "" {
 		out = append(out, "that stream.cluster.routes reach the peers and that every peer uses the same stream.cluster.name")
 	}
+	if c.Retention.SnapshotDir != "" {
+		out = append(out, "that retention.snapshot_dir is writable, on storage that outlives this node's own disk (it holds the backups the trim's backup gate counts)")
+	}
 	return append(out, "that node.name is unique in the fleet")
 }

@@ -26,8 +26,16 @@ type AdoptConfig struct {
 	// DBPath is the database the snapshot replaces; it must be closed and
 	// checkpointed (Checkpointed).
 	DBPath string
+	// Install puts the verified artefact at path in place of the rows
+	// (nil: Install it over DBPath, which must then be closed). A node
+	// already running, its replicas held, restores it into its open
+	// database instead (RestoreInto).
+	Install func(path string) error
 	// Wait bounds how long the node keeps asking while no peer can donate.
 	Wait time.Duration
+	// Hook, when set, runs before a donor is asked; an error skips that
+	// donor (a test seam).
+	Hook func(donor string) error
 	// OfferWindow is how long each round gathers offers (default 1 s).
 	OfferWindow time.Duration
 	Logger      *slog.Logger
@@ -75,7 +83,14 @@ func adoptRound(ctx context.Context, cfg AdoptConfig, window time.Duration, log 
 	}
 	var errs []error
 	for _, donor := range donors {
-		m, err := Ask(ctx, cfg.Conn, donor, cfg.Node)
+		var m Manifest
+		var err error
+		if cfg.Hook != nil {
+			err = cfg.Hook(donor)
+		}
+		if err == nil {
+			m, err = Ask(ctx, cfg.Conn, donor, cfg.Node)
+		}
 		if err == nil {
 			err = fetchInstall(ctx, cfg, m)
 		}
@@ -101,11 +116,11 @@ func fetchInstall(ctx context.Context, cfg AdoptConfig, m Manifest) error {
 	if err := cfg.Repo.Fetch(ctx, m, tmp); err != nil {
 		return err
 	}
-	if err := Install(tmp, cfg.DBPath); err != nil {
-		os.Remove(tmp)
-		return err
+	defer os.Remove(tmp) // gone already once renamed into place
+	if cfg.Install != nil {
+		return cfg.Install(tmp)
 	}
-	return nil
+	return Install(tmp, cfg.DBPath)
 }
 
 // eligible names the peers whose every checkpoint covers floors, the most

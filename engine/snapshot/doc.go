@@ -48,4 +48,12 @@
 // (jetstream_domain_consumer_rebuilt, drift behind_checkpoint), and a
 // domain whose rules version differs from the donor's recomputes its
 // computed columns (statelog_rederived) before it applies anything.
+//
+// Where no peer donates within the boot's wait (retention's AdoptWait, 10
+// s), the node opens anyway with its replicas held: every read and write
+// refuses below_floor and the node is out of service, so its seats read
+// from the others. It goes on asking; the snapshot it gets is restored
+// into the open database in one write transaction (RestoreInto) and each
+// replica resumes on the new rows (statelog.Replica.Resume), so both
+// refusals clear on their own.
 package snapshot

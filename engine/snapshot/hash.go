@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // nodeLocal are the columns whose values are a node's own rather than the
@@ -59,6 +61,9 @@ func TableHashes(ctx context.Context, q querier) (map[string]string, error) {
 	return out, nil
 }
 
+// tableHash hashes a table's rows in its own order (its key; an FTS5
+// table by rowid): each value rendered with its type, so 1, '1' and
+// X'31' differ, the node-local columns left out.
 func tableHash(ctx context.Context, q querier, table string, virtual bool) (string, error) {
 	cols, order := "*", ""
 	if virtual {
@@ -73,7 +78,10 @@ func tableHash(ctx context.Context, q querier, table string, virtual bool) (stri
 	if err != nil {
 		return "", err
 	}
-	skip := nodeLocal[table]
+	skip := make([]bool, len(names))
+	for i, c := range names {
+		skip[i] = nodeLocal[table][c]
+	}
 	vals := make([]any, len(names))
 	ptrs := make([]any, len(names))
 	for i := range vals {
@@ -88,17 +96,9 @@ func tableHash(ctx context.Context, q querier, table string, virtual bool) (stri
 		}
 		b = b[:0]
 		for i, v := range vals {
-			if skip[names[i]] {
-				continue
+			if !skip[i] {
+				b = appendValue(b, v)
 			}
-			b = fmt.Appendf(b, "%T:", v)
-			switch x := v.(type) {
-			case []byte:
-				b = hex.AppendEncode(b, x)
-			default:
-				b = fmt.Appendf(b, "%v", x)
-			}
-			b = append(b, 0x1f)
 		}
 		b = append(b, '\n')
 		h.Write(b)
@@ -108,6 +108,29 @@ func tableHash(ctx context.Context, q querier, table string, virtual bool) (stri
 		return "", err
 	}
 	return fmt.Sprintf("%d:%s", n, hex.EncodeToString(h.Sum(nil))[:16]), nil
+}
+
+// appendValue renders one value with a tag for its type.
+func appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		b = append(b, 'N')
+	case int64:
+		b = strconv.AppendInt(append(b, 'i'), x, 10)
+	case float64:
+		b = strconv.AppendFloat(append(b, 'f'), x, 'g', -1, 64)
+	case string:
+		b = append(append(b, 's'), x...)
+	case []byte:
+		b = hex.AppendEncode(append(b, 'b'), x)
+	case bool:
+		b = strconv.AppendBool(append(b, 't'), x)
+	case time.Time:
+		b = x.UTC().AppendFormat(append(b, 'd'), time.RFC3339Nano)
+	default:
+		b = fmt.Appendf(append(b, '?'), "%v", x)
+	}
+	return append(b, 0x1f)
 }
 
 // Diff names the tables whose hashes differ between a and b (a table

@@ -36,6 +36,11 @@ func NewObjectStore(js jetstream.JetStream, replicas int) *ObjectStore {
 // Where names the bucket.
 func (o *ObjectStore) Where() string { return "the broker's object store " + Bucket }
 
+// openWait bounds how long one call waits for the bucket: long enough for
+// a cluster that just started to place it, short enough that a caller
+// polling the repository (the trim's backup gate) is never held for long.
+const openWait = 30 * time.Second
+
 // open finds or creates the bucket, retrying while a cluster settles (a
 // member that just started answers nothing for a few seconds).
 func (o *ObjectStore) open(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -44,29 +49,26 @@ func (o *ObjectStore) open(ctx context.Context) (jetstream.ObjectStore, error) {
 	if o.os != nil {
 		return o.os, nil
 	}
-	var err error
-	for attempt := 0; attempt < 40; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var s jetstream.ObjectStore
-		s, err = o.js.ObjectStore(actx, Bucket)
+	ctx, cancel := context.WithTimeout(ctx, openWait)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := o.js.ObjectStore(actx, Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			s, err = o.js.CreateObjectStore(actx, jetstream.ObjectStoreConfig{Bucket: Bucket, Replicas: o.replicas,
 				Storage: jetstream.FileStorage, Description: "crewlet snapshots: the newest two per node"})
 		}
-		cancel()
+		acancel()
 		if err == nil {
 			o.os = s
 			return s, nil
 		}
-		if ctx.Err() != nil {
-			break
-		}
 		select {
 		case <-ctx.Done():
+			return nil, fmt.Errorf("snapshot: open the object store %s: %w", Bucket, err)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return nil, fmt.Errorf("snapshot: open the object store %s: %w", Bucket, err)
 }
 
 // Put uploads the artefact, then deletes the donor's surplus.

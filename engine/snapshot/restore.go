@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	sqlitedrv "modernc.org/sqlite"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -74,7 +77,8 @@ type Report struct {
 	OK             bool     `json:"ok"`
 }
 
-// VerifyRestore restores the newest snapshot of repo into a scratch
+// VerifyRestore restores the newest snapshot (the newest backup, where
+// one is stored) of repo into a scratch
 // database under scratch and compares it, table by table, with the live
 // copy at the same checkpoint. The live copy at that checkpoint is the one
 // the artefact was copied from: its tables were hashed in the very read
@@ -90,7 +94,15 @@ func VerifyRestore(ctx context.Context, repo Repository, live *sql.DB, scratch s
 	if len(ms) == 0 {
 		return r, engine.Refuse(engine.CodeNotFound, "%s holds no snapshot yet; take one with `crewlet retention backup`.", repo.Where())
 	}
+	// The newest backup: a donation carries no table hashes to compare
+	// with, so it is restored only where no backup is stored.
 	r.Snapshot = ms[0]
+	for _, m := range ms {
+		if m.Tables != nil {
+			r.Snapshot = m
+			break
+		}
+	}
 	dir, err := os.MkdirTemp(scratch, "verify-restore-*")
 	if err != nil {
 		return r, err
@@ -117,14 +129,19 @@ func VerifyRestore(ctx context.Context, repo Repository, live *sql.DB, scratch s
 		return r, err
 	}
 	r.Tables = len(restored)
-	r.Mismatched = Diff(r.Snapshot.Tables, restored)
-	r.Aligned = fmt.Sprintf("the restored copy of %s against %s's live copy at the same checkpoints, hashed in the read transaction the artefact was copied in", r.Snapshot.Name, r.Snapshot.Donor)
+	if r.Snapshot.Tables != nil {
+		r.Mismatched = Diff(r.Snapshot.Tables, restored)
+		r.Aligned = fmt.Sprintf("the restored copy of %s against %s's live copy at the same checkpoints, hashed in the read transaction the artefact was copied in", r.Snapshot.Name, r.Snapshot.Donor)
+	} else {
+		r.Aligned = fmt.Sprintf("%s is a donation, taken without table hashes", r.Snapshot.Name)
+	}
 	if live != nil {
 		if err := r.compareLive(ctx, live, pts, restored); err != nil {
 			return r, err
 		}
 	}
-	r.OK = r.Integrity == "ok" && len(r.Mismatched) == 0 && len(r.LiveMismatched) == 0 && samePositions(pts, r.Snapshot.Domains)
+	compared := r.Snapshot.Tables != nil || r.LiveNow
+	r.OK = compared && r.Integrity == "ok" && len(r.Mismatched) == 0 && len(r.LiveMismatched) == 0 && samePositions(pts, r.Snapshot.Domains)
 	return r, nil
 }
 
@@ -171,4 +188,47 @@ func samePositions(a, b map[string]Point) bool {
 		}
 	}
 	return true
+}
+
+// restorer is the modernc driver connection's online restore.
+type restorer interface {
+	NewRestore(srcURI string) (*sqlitedrv.Backup, error)
+}
+
+// RestoreInto replaces every page of the open database db with the
+// verified artefact at src, in one write transaction on one of db's
+// connections: a node whose replicas are held (statelog.Replica.Resume)
+// takes a snapshot without closing its database, and a kill half way
+// leaves the old rows whole (the WAL commits all of it or none).
+func RestoreInto(ctx context.Context, db *sql.DB, src string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		r, ok := dc.(restorer)
+		if !ok {
+			return errors.New("snapshot: the database driver has no online restore")
+		}
+		for {
+			bk, err := r.NewRestore(src)
+			if err != nil {
+				return err
+			}
+			_, err = bk.Step(-1)
+			ferr := bk.Finish()
+			if err == nil {
+				return ferr
+			}
+			if !sqlite.IsBusy(err) || ctx.Err() != nil {
+				return fmt.Errorf("snapshot: restore %s into the database: %w", src, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
 }

@@ -28,12 +28,24 @@ type backuper interface {
 	NewBackup(dstURI string) (*sqlite.Backup, error)
 }
 
+// TakeOptions say who takes a snapshot, when, and what else it does.
+type TakeOptions struct {
+	Donor string
+	Now   time.Time
+	// Hashes hashes every table in the copy's transaction
+	// (Manifest.Tables), for verify-restore. A backup does; a donation,
+	// which the adopter verifies by sha256 alone, does not, and is the
+	// faster for it (the hashes read every row; the copy reads pages).
+	Hashes   bool
+	Progress Progress
+}
+
 // Take copies db into a new file under dir and returns its path and its
 // manifest. The copy runs inside one read transaction on one connection:
 // the checkpoints, the rules versions and the table hashes are read in it
 // first, then the online backup copies the pages that same transaction
 // sees, so all of them describe one instant. Writers are not held.
-func Take(ctx context.Context, db *sql.DB, dir, donor string, now time.Time, progress Progress) (path string, m Manifest, err error) {
+func Take(ctx context.Context, db *sql.DB, dir string, o TakeOptions) (path string, m Manifest, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return "", m, err
@@ -43,12 +55,14 @@ func Take(ctx context.Context, db *sql.DB, dir, donor string, now time.Time, pro
 		return "", m, err
 	}
 	defer conn.ExecContext(context.Background(), "ROLLBACK")
-	m = Manifest{TakenAt: now.UTC(), Donor: donor, Name: artefactName(donor, now)}
+	m = Manifest{TakenAt: o.Now.UTC(), Donor: o.Donor, Name: artefactName(o.Donor, o.Now)}
 	if m.Domains, err = readPoints(ctx, conn); err != nil {
 		return "", m, err
 	}
-	if m.Tables, err = TableHashes(ctx, conn); err != nil {
-		return "", m, err
+	if o.Hashes {
+		if m.Tables, err = TableHashes(ctx, conn); err != nil {
+			return "", m, err
+		}
 	}
 	f, err := os.CreateTemp(dir, "snapshot-*.db")
 	if err != nil {
@@ -66,7 +80,7 @@ func Take(ctx context.Context, db *sql.DB, dir, donor string, now time.Time, pro
 		if !ok {
 			return errors.New("snapshot: the database driver has no online backup")
 		}
-		return copyPages(ctx, b, path, progress)
+		return copyPages(ctx, b, path, o.Progress)
 	})
 	if err != nil {
 		return path, m, fmt.Errorf("snapshot: copy the database: %w", err)

@@ -98,6 +98,10 @@ type Config struct {
 	// Compacted says the stream keeps one message per subject: a gap in
 	// it is the broker replacing an old value, not a hole (Spec.Compacted).
 	Compacted bool
+	// BelowFloor opens the replica held: no reader, no applier, every
+	// read and write refused below_floor, until Resume (its rows are to be
+	// replaced by a peer's snapshot).
+	BelowFloor bool
 }
 
 // Replica is one domain's replicated copy on this node: its applier, its
@@ -137,10 +141,13 @@ type Replica struct {
 	observers observers
 
 	// floor is the log's published trim floor as the heartbeat last read
-	// it (see floor.go); belowFloor says the trim removed records this
-	// node never applied.
+	// it (see floor.go). belowFloor says the trim removed records this
+	// node never applied: found by the applier or the boot, or a replica
+	// opened held (Config.BelowFloor) until Resume; its reads and writes
+	// refuse below_floor. life serialises Resume with Close.
 	floor      floorState
 	belowFloor atomic.Bool
+	life       sync.Mutex
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -214,39 +221,66 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := r.migrate(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.rederive(ctx); err != nil {
+	cp, err := r.load(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if cfg.BelowFloor {
+		// Held: its rows are to be replaced by a snapshot (Resume).
+		r.belowFloor.Store(true)
+		close(r.done)
+		return r, nil
+	}
+	if err := r.start(ctx, cp); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load reads what the replica keeps in memory from its rows: the
+// computed columns' rules (rederived where they differ), the checkpoint
+// against the log, the retained records, the eviction standing.
+func (r *Replica) load(ctx context.Context) (Checkpoint, error) {
+	cfg := r.cfg
+	if err := r.rederive(ctx); err != nil {
+		return Checkpoint{}, err
 	}
 	cp, info, err := r.openCheckpoint(ctx)
 	if err != nil {
-		return nil, err
+		return Checkpoint{}, err
 	}
 	r.progress.set(cp.Seq, cp.AppliedThrough)
 	var retained int64
 	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ?`, string(r.domain)).Scan(&retained); err != nil {
-		return nil, err
+		return Checkpoint{}, err
 	}
 	r.retained.Store(retained)
 	if err := r.loadEvicted(ctx); err != nil {
-		return nil, err
+		return Checkpoint{}, err
 	}
 	var unknown int64
 	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ? AND scope_known = 0`, string(r.domain)).Scan(&unknown); err != nil {
-		return nil, err
+		return Checkpoint{}, err
 	}
 	r.scopeUnknown.Store(unknown)
 	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	r.judgeFloorAtBoot(cp, info)
-	sub, err := cfg.Log.Subscribe(ctx, cp.Seq)
+	return cp, nil
+}
+
+// start opens the reader at the checkpoint and runs the applier.
+func (r *Replica) start(ctx context.Context, cp Checkpoint) error {
+	sub, err := r.cfg.Log.Subscribe(ctx, cp.Seq)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.sub = sub
+	r.done = make(chan struct{})
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go r.run(runCtx, cp)
-	return r, nil
+	return nil
 }
 
 func (r *Replica) migrate(ctx context.Context) error {
@@ -441,6 +475,11 @@ func (r *Replica) OrdinaryCeiling(max int64) int64 { return OrdinaryCeiling(r.cf
 // stuck retrying is given a short grace and then abandoned mid-batch,
 // which loses nothing: the batch was never committed or acknowledged.
 func (r *Replica) Close() {
+	r.life.Lock()
+	defer r.life.Unlock()
+	if r.sub == nil {
+		return // held, and never resumed
+	}
 	r.sub.Stop()
 	select {
 	case <-r.done:

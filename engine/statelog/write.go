@@ -111,6 +111,9 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if f := r.Fault(); f != nil {
 		return r.stalledRefusal(f)
 	}
+	if st := r.State(); st.BelowFloor {
+		return standing(st)
+	}
 	if r.evicted.Load() {
 		// Refused before anything is appended, so it names no position:
 		// another data node takes the write under the same id at once.
