@@ -369,8 +369,10 @@ func (n *Node) adoptHeld(ctx context.Context) error {
 }
 
 // firstSeqWait bounds how long a boot retries reading a log's first
-// sequence while a cluster that just restarted elects the log's leader.
-const firstSeqWait = 30 * time.Second
+// sequence while a cluster that just restarted elects the log's leader
+// (or a member's meta layer has not yet learnt the stream): the same two
+// minutes the boot waits for the broker itself.
+const firstSeqWait = 2 * time.Minute
 
 // firstSeq reads d's log state, retrying a broker that does not answer
 // yet.
