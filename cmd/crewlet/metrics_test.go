@@ -180,7 +180,7 @@ func checkHealthySeries(t *testing.T, before map[string]*dto.MetricFamily) {
 	}
 	for _, name := range []string{"crewlet_statelog_seq", "crewlet_statelog_applied_through", "crewlet_statelog_lag_records",
 		"crewlet_statelog_log_bytes", "crewlet_statelog_log_ceiling_bytes", "crewlet_statelog_longest_tx_seconds",
-		"crewlet_statelog_longest_batch_records", "crewlet_ledger_rows"} {
+		"crewlet_statelog_longest_batch_records", "crewlet_ledger_rows", "crewlet_statelog_trim_floor", "crewlet_statelog_trim_floor_unread"} {
 		for _, d := range []string{"tracker", "pages"} {
 			if _, ok := sample(before, name, map[string]string{"domain": d}); !ok {
 				t.Errorf("%s{domain=%s} is missing", name, d)

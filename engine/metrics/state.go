@@ -33,6 +33,11 @@ type DomainState struct {
 	Retained int64
 	// LedgerRows is the operation ledger's rows of this domain.
 	LedgerRows int64
+	// TrimFloor is the log's published trim floor as this node last read
+	// it (the trim has removed records through it); FloorUnread says the
+	// last read failed (reads refuse floor_unknown meanwhile).
+	TrimFloor   uint64
+	FloorUnread bool
 	// Alarms is every alarm this domain can raise, true where it is up.
 	Alarms map[string]bool
 }
@@ -76,6 +81,8 @@ var domainGauges = [][2]string{
 	{"statelog_log_ordinary_ceiling_bytes", "The ceiling ordinary appends (writes, barriers) are held to; the rest is kept for gate records."},
 	{"statelog_retained_records", "Records held undecoded (deferred) by this build."},
 	{"ledger_rows", "Rows in the operation ledger for the domain."},
+	{"statelog_trim_floor", "The log's published trim floor as this node last read it: records through it may be gone from the log."},
+	{"statelog_trim_floor_unread", "1 while this node cannot read the log's published trim floor (its reads refuse floor_unknown), else 0."},
 }
 
 // NewStateCollector is a collector reading read at every scrape.
@@ -123,6 +130,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("statelog_log_ordinary_ceiling_bytes", float64(d.OrdinaryCeiling), d.Domain)
 		gauge("statelog_retained_records", float64(d.Retained), d.Domain)
 		gauge("ledger_rows", float64(d.LedgerRows), d.Domain)
+		gauge("statelog_trim_floor", float64(d.TrimFloor), d.Domain)
+		unread := 0.0
+		if d.FloorUnread {
+			unread = 1
+		}
+		gauge("statelog_trim_floor_unread", unread, d.Domain)
 		for name, up := range d.Alarms {
 			v := 0.0
 			if up {

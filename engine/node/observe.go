@@ -41,6 +41,8 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 			ds.LogMeasured, ds.LogLastSeq, ds.LagRecords, ds.LagSeconds = true, rep.LogEnd.Seq, rep.Lag.Seq, rep.Lag.Seconds
 		}
 		ds.LogBytes, ds.LogCeiling, ds.OrdinaryCeiling = r.Fill()
+		floor, floorErr := r.Floor()
+		ds.TrimFloor, ds.FloorUnread = floor, floorErr != nil
 		_ = n.db.QueryRowContext(ctx, `SELECT count(*) FROM statelog_ledger WHERE domain = ?`, string(r.Domain())).Scan(&ds.LedgerRows)
 		for _, name := range statelog.AlarmNames {
 			ds.Alarms[name] = false
