@@ -15,6 +15,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/capacity"
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleet"
 )
 
@@ -94,6 +95,7 @@ func TestSetCapacity(t *testing.T) {
 		t.Fatalf("raising the tracker log: %+v %s", ch, failed)
 	}
 	Call(t, c, "create_work_item", map[string]any{"project": "ENG", "title": "after the raise"})
+	checkCapacityAudited(t, s, ch)
 	var a fleet.Answer
 	if err := json.Unmarshal([]byte(retentionStatus(t, bin, s, "--json")), &a); err != nil {
 		t.Fatal(err)
@@ -126,9 +128,28 @@ func TestSetCapacity(t *testing.T) {
 
 	s.Stop(t)
 	m := StartServe(t, dir, "--config", cfg, "--mode", "maintenance")
-	if ch, failed := setCapacity(t, bin, m, "pages", "2GiB"); failed != "" || !ch.Changed || ch.MaxBytes != 2<<30 {
-		t.Fatalf("set-capacity in maintenance: %+v %s", ch, failed)
+	if ch, failed := setCapacity(t, bin, m, "pages", "2GiB"); failed != "" || !ch.Changed || ch.MaxBytes != 2<<30 || ch.AuditOutcome != "refused maintenance" {
+		t.Fatalf("set-capacity in maintenance: %+v %s, want the change made and its audit record refused maintenance", ch, failed)
 	}
+}
+
+// checkCapacityAudited: the change's record is on the audit trail (a
+// pending answer is waited for by reading the trail until it shows).
+func checkCapacityAudited(t *testing.T, s *Serve, ch capacity.Change) {
+	t.Helper()
+	if ch.AuditOutcome != "applied" && ch.AuditOutcome != "pending" {
+		t.Fatalf("the raise's audit record: %+v", ch)
+	}
+	want := fmt.Sprintf("set_capacity-CREWLET_TRACKER_LOG from %d to %d bytes", ch.Before, ch.MaxBytes)
+	enginetest.CheckFor(t, callTimeout, 100*time.Millisecond, func() error {
+		entries := readAudit(t, s)
+		for _, e := range entries {
+			if e.Kind == "statelog.capacity" && e.What == want && e.OpID == ch.AuditOpID && e.By == "operator" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no audit entry %q by the operator under %s: %+v", want, ch.AuditOpID, entries)
+	})
 }
 
 // TestSetCapacityFleet: on a three-node fleet the tracker log fills; one

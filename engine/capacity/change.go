@@ -13,4 +13,10 @@ type Change struct {
 	Held     uint64 `json:"bytes_held"`
 	// Changed is false when the log already had that ceiling.
 	Changed bool `json:"changed"`
+	// The change's record on the audit trail: its op id, how its write
+	// ended (an outcome, or "refused <code>" in a capacity window, which
+	// publishes nothing) and where it landed.
+	AuditOpID     string `json:"audit_op_id,omitempty"`
+	AuditOutcome  string `json:"audit_outcome,omitempty"`
+	AuditPosition string `json:"audit_position,omitempty"`
 }

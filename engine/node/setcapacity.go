@@ -8,6 +8,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/capacity"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // SetCapacity is crewlet retention set-capacity: it changes one state
@@ -57,8 +58,31 @@ func (n *Node) SetCapacity(ctx context.Context, log string, maxBytes int64) (cap
 	ch.Ordinary = sp.Ordinary(maxBytes)
 	if ch.Changed {
 		n.log.Info("jetstream_stream_capacity_set", engine.LogStream, sp.Stream, "before", before, "max_bytes", maxBytes, "held", held)
+		n.auditCapacity(ctx, d, &ch)
 	}
 	return ch, nil
+}
+
+// auditCapacity puts a ceiling change on the audit trail: a record on the
+// log it resized, which every node's applier turns into the trail's row.
+// The change itself stands either way (the broker made it); the answer
+// says how the record ended, or why it was not written (a capacity window
+// publishes nothing).
+func (n *Node) auditCapacity(ctx context.Context, d *domain, ch *capacity.Change) {
+	if d.replica == nil {
+		return
+	}
+	op, err := statelog.OpFor(n.cfg.Clock.Now(), engine.WriteOptions{}, "set_capacity", string(d.spec.Name()))
+	if err == nil {
+		var w statelog.Written
+		w, err = d.replica.RecordCapacity(ctx, op, ch.Before, ch.MaxBytes)
+		ch.AuditOpID, ch.AuditOutcome, ch.AuditPosition = w.OpID, string(w.Outcome), w.Position
+	}
+	if ref, ok := engine.AsRefusal(err); ok {
+		ch.AuditOutcome = "refused " + string(ref.Code)
+	} else if err != nil {
+		ch.AuditOutcome = "failed: " + err.Error()
+	}
 }
 
 // findLog finds a domain by its name or its stream's.

@@ -34,7 +34,7 @@ func MountCapacity(mux *http.ServeMux, s CapacitySetter, logger *slog.Logger) {
 			answer(w, r, logger, nil, err)
 			return
 		}
-		res, err := s.SetCapacity(r.Context(), r.PathValue("log"), n)
+		res, err := s.SetCapacity(engine.WithActor(r.Context(), "operator"), r.PathValue("log"), n)
 		answer(w, r, logger, res, err)
 	}))
 }

@@ -360,6 +360,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, nil, err
 		}
 		r.gateChanged.Store(true)
+	} else if rec.Kind == KindCapacity {
+		// Nothing to apply: the broker holds the ceiling; the record is
+		// the audit trail's (below).
 	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
 		return false, nil, err
 	}
@@ -372,7 +375,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, nil, err
 		}
 	}
-	if !isNodeGate(rec.Kind) {
+	if !isFramework(rec.Kind) {
 		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)
 	}
 	return false, nil, nil

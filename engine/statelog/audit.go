@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -40,7 +41,7 @@ type AuditedDomain interface {
 }
 
 // frameworkAudited are the framework's own gestures: the node gates.
-var frameworkAudited = []string{KindEvict, KindReadmit}
+var frameworkAudited = []string{KindEvict, KindReadmit, KindCapacity}
 
 func (r *Replica) audited(kind string) bool {
 	for _, k := range frameworkAudited {
@@ -73,7 +74,8 @@ func (r *Replica) audit(ctx context.Context, tx *sql.Tx, rec *record.Record, seq
 
 // auditWhat names what a gesture did: the operation's <verb>-<object>
 // (purge-ENG-8), except a node gate's, whose step ids name the log they
-// were written on: that one names the node (evict-n3).
+// were written on: that one names the node (evict-n3); and a capacity
+// change's, which names the ceilings it moved between.
 func auditWhat(rec *record.Record) string {
 	if isNodeGate(rec.Kind) {
 		var p nodeGatePayload
@@ -83,6 +85,12 @@ func auditWhat(rec *record.Record) string {
 				verb = "evict"
 			}
 			return verb + "-" + p.Node
+		}
+	}
+	if rec.Kind == KindCapacity {
+		var p capacityPayload
+		if json.Unmarshal(rec.Payload, &p) == nil {
+			return fmt.Sprintf("set_capacity-%s from %d to %d bytes", p.Stream, p.Before, p.MaxBytes)
 		}
 	}
 	return objectOf(rec.OpID)

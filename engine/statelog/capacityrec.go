@@ -1,0 +1,39 @@
+package statelog
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/crewlet/crewlet/engine"
+)
+
+// KindCapacity is the framework's record of a change to its log's byte
+// ceiling (crewlet retention set-capacity). The ceiling itself lives on
+// the broker, which the change already set; the record is what puts the
+// change on every node's audit trail, replicated like the purges and
+// evictions beside it. It applies no rows, and an older build that does
+// not know the kind applies nothing for it either (the domains ignore
+// kinds they do not know), so it needs no newer format version.
+const KindCapacity = "statelog.capacity"
+
+// CapacitySubject is the subject a log's capacity records are written on.
+func CapacitySubject(d engine.Domain) string { return SubjectPrefix(d) + "gate.capacity" }
+
+type capacityPayload struct {
+	Stream   string `json:"stream"`
+	Before   int64  `json:"max_bytes_before"`
+	MaxBytes int64  `json:"max_bytes"`
+}
+
+// RecordCapacity appends the record of a ceiling change from before to
+// maxBytes under op, through the write path (the actor in ctx is who
+// asked).
+func (r *Replica) RecordCapacity(ctx context.Context, op Op, before, maxBytes int64) (Written, error) {
+	return r.Write(ctx, op, func(context.Context, *sql.Tx) (*Proposal, error) {
+		return &Proposal{Kind: KindCapacity, Subject: CapacitySubject(r.domain), Payload: capacityPayload{Stream: r.stream, Before: before, MaxBytes: maxBytes}}, nil
+	})
+}
+
+// isFramework says a record is the framework's own (a node gate or a
+// capacity change) rather than the domain's.
+func isFramework(kind string) bool { return isNodeGate(kind) || kind == KindCapacity }
