@@ -24,6 +24,7 @@ type Log struct {
 	name    string
 	domain  engine.Domain
 	durable string
+	node    string
 	log     *slog.Logger
 	// drainWait bounds how long closing a reader waits for the broker to
 	// confirm its drain: one whose broker is gone never does.
@@ -46,7 +47,7 @@ var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait,
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), node: node, drainWait: DefaultDrainWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 

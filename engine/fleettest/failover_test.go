@@ -1,0 +1,182 @@
+package fleettest_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+var (
+	failoverKills   = flag.Int("failover.kills", 0, "TestFailoverFigures: kills per case (0 skips it)")
+	failoverArrange = flag.Bool("failover.arrange", false, "TestFailoverFigures: move leaders to make a case no node is in")
+)
+
+// failoverFleet starts three nodes, files one item per node and starts
+// the steady load on them.
+func failoverFleet(t *testing.T) (*fleettest.Cluster, *fleettest.Load) {
+	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		cfg.HeartbeatInterval = time.Second
+	}})
+	ctx := context.Background()
+	pw, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "FO", "Failover")
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, pw.WriteResult, err)
+	var keys []string
+	for i := 0; i < c.Size(); i++ {
+		iw, err := c.Node(0).Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "FO", Title: "start"})
+		if err != nil || iw.Outcome != engine.Applied {
+			t.Fatalf("create item: %+v %v", iw, err)
+		}
+		keys = append(keys, iw.Item.Key)
+	}
+	l := fleettest.StartLoad(c, keys)
+	t.Cleanup(l.Stop)
+	return c, l
+}
+
+// ownReaders waits until every node's consumer is led by the node's own
+// server: the arrangement each node claims for its reader.
+func ownReaders(t *testing.T, c *fleettest.Cluster) fleettest.Roles {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := fleettest.ReadRoles(ctx, c)
+		cancel()
+		own := err == nil
+		for j := 0; own && j < c.Size(); j++ {
+			own = r.Readers[j] == j
+		}
+		if own {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumers not led by their own nodes a minute on: %s %v", r, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestFailoverSurvivorsKeepApplying: under writes and linearizable reads
+// on every node, each node's consumer is led by the node itself, so the
+// loss of a node that does not lead the stream costs the survivors no
+// pending write and no refused read; the loss of the stream's leader
+// answers every write applied, pending or no_quorum — never unknown.
+func TestFailoverSurvivorsKeepApplying(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills two nodes of a fleet under load")
+	}
+	c, l := failoverFleet(t)
+	r := ownReaders(t, c)
+	v := (r.Stream + 1) % c.Size()
+	rec, err := fleettest.KillAndMeasure(c, l, v, 2*time.Minute)
+	t.Logf("%s", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range rec.Counts {
+		if k != string(engine.Applied) && k != "ok" {
+			t.Errorf("the loss of n%d, which leads no other node's reader and not the stream, cost the survivors %d× %s", v+1, n, k)
+		}
+	}
+	if err := fleettest.Rejoin(c, v); err != nil {
+		t.Fatal(err)
+	}
+	r = ownReaders(t, c)
+	rec, err = fleettest.KillAndMeasure(c, l, r.Stream, 2*time.Minute)
+	rec.Case = fleettest.CaseStreamLeader
+	t.Logf("%s", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range rec.Counts {
+		switch k {
+		case string(engine.Applied), string(engine.Pending), string(engine.CodeNoQuorum), "ok", string(engine.CodeBehind), string(engine.CodeBrokerUnreachable):
+		default:
+			t.Errorf("the stream leader's loss answered %d× %s on the survivors", n, k)
+		}
+	}
+}
+
+// TestFailoverFigures is the measurement (skipped unless
+// -failover.kills N): N kills of each kind of node under the load, each
+// followed by the node's restart, reporting per case p50 and max of the
+// time until every survivor's writes answer applied and its linearizable
+// reads answer, and the answers meanwhile.
+//
+//	go test ./engine/fleettest -run TestFailoverFigures -failover.kills 10 -v -timeout 60m
+func TestFailoverFigures(t *testing.T) {
+	if *failoverKills == 0 {
+		t.Skip("the measurement; run with -failover.kills N")
+	}
+	c, l := failoverFleet(t)
+	byCase := map[string][]fleettest.Recovery{}
+	absent := map[string]int{}
+	cases := []string{fleettest.CaseStreamLeader, fleettest.CaseReaderLeader, fleettest.CaseLeadsNothing}
+	for k := 0; k < *failoverKills; k++ {
+		for _, kase := range cases {
+			time.Sleep(2 * time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			v, roles, err := fleettest.PickVictim(ctx, c, kase, *failoverArrange)
+			cancel()
+			if errors.Is(err, fleettest.ErrCaseAbsent) {
+				absent[kase]++
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := fleettest.KillAndMeasure(c, l, v, 2*time.Minute)
+			rec.Case, rec.Roles = kase, roles
+			t.Logf("%s", rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byCase[kase] = append(byCase[kase], rec)
+			if err := fleettest.Rejoin(c, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, kase := range cases {
+		t.Logf("%s", figures(kase, byCase[kase], absent[kase]))
+	}
+}
+
+// figures is one case's line: p50 and max of both recoveries, and the
+// answers summed over its kills.
+func figures(kase string, recs []fleettest.Recovery, absent int) string {
+	if len(recs) == 0 {
+		return fmt.Sprintf("%-14s no kills (the case arose in none of %d tries)", kase, absent)
+	}
+	var ws, rs []time.Duration
+	counts := map[string]int{}
+	stalled := 0
+	for _, r := range recs {
+		ws, rs = append(ws, r.Write), append(rs, r.Read)
+		for k, n := range r.Counts {
+			counts[k] += n
+		}
+		stalled += r.Stalled
+	}
+	var ks []string
+	for k, n := range counts {
+		ks = append(ks, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(ks)
+	p := func(ds []time.Duration) string {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return fmt.Sprintf("p50 %v max %v", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%-14s kills %d (absent %d): write %s; read %s; answers %s; stalled past %v %d",
+		kase, len(recs), absent, p(ws), p(rs), strings.Join(ks, " "), fleettest.WriteBudget, stalled)
+}
