@@ -166,6 +166,17 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 	if err != nil {
 		return nil, err
 	}
+	// Claimed before the first pull, so nothing is in flight while the
+	// lead moves; kept claimed for as long as the reader runs.
+	// A group still electing answers nothing, so the claim is bounded: the
+	// keeper tries again.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if moved, err := l.claimReader(cctx); moved {
+		l.awaitReaderLead(cctx)
+	} else if err != nil && !errors.Is(err, errNotOurs) {
+		l.log.Debug("jetstream_reader_lead_unclaimed", engine.LogDomain, l.domainName(), engine.LogErr, err.Error())
+	}
+	cancel()
 	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{}), drainWait: l.drainWait}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
@@ -195,6 +206,7 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 		return nil, fmt.Errorf("broker: consume %s: %w", l.name, err)
 	}
 	sub.cc = cc
+	go l.keepReader(sub.done)
 	return sub, nil
 }
 

@@ -155,13 +155,30 @@ func (l *Log) claimReader(ctx context.Context) (moved bool, err error) {
 	return true, nil
 }
 
-// keepReader claims this node's consumer lead now and every
-// ReaderLeadEvery until done closes: a lead lost while this node's server
+// awaitReaderLead waits, a few seconds at most, for this node's server
+// to lead its consumer after a claim, so the first pull finds a leader.
+func (l *Log) awaitReaderLead(ctx context.Context) {
+	deadline := time.Now().Add(ReaderLeadEvery)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if lead, err := l.ReaderLead(ctx, l.node); err == nil && lead.Leader == l.Server() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// keepReader claims this node's consumer lead every ReaderLeadEvery
+// until done closes: a lead lost while this node's server
 // was away or cut off comes back to it once it is reachable again.
 func (l *Log) keepReader(done <-chan struct{}) {
 	t := time.NewTicker(ReaderLeadEvery)
 	defer t.Stop()
 	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := l.claimReader(ctx)
 		cancel()
@@ -170,11 +187,6 @@ func (l *Log) keepReader(done <-chan struct{}) {
 		}
 		if err != nil {
 			l.log.Debug("jetstream_reader_lead_unclaimed", engine.LogDomain, l.domainName(), engine.LogErr, err.Error())
-		}
-		select {
-		case <-done:
-			return
-		case <-t.C:
 		}
 	}
 }

@@ -177,6 +177,9 @@ type Recovery struct {
 	// end of the first such answer, on each survivor, to a call started
 	// at or after the kill, the latest over the survivors.
 	Write, Read time.Duration
+	// Election is how long the survivors took to name another stream
+	// leader (zero when the victim did not lead it).
+	Election time.Duration
 	// Counts is the survivors' answers meanwhile (ended after the kill
 	// and before both had recovered), by outcome.
 	Counts map[string]int
@@ -191,8 +194,8 @@ func (r Recovery) String() string {
 		ks = append(ks, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(ks)
-	return fmt.Sprintf("%s n%d (%s): write %v read %v; %s; stalled %d", r.Case, r.Victim+1, r.Roles,
-		r.Write.Round(time.Millisecond), r.Read.Round(time.Millisecond), strings.Join(ks, " "), r.Stalled)
+	return fmt.Sprintf("%s n%d (%s): election %v write %v read %v; %s; stalled %d", r.Case, r.Victim+1, r.Roles,
+		r.Election.Round(time.Millisecond), r.Write.Round(time.Millisecond), r.Read.Round(time.Millisecond), strings.Join(ks, " "), r.Stalled)
 }
 
 // WriteBudget is how long a write may take to answer: the seeds' 5 s

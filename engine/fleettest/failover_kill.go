@@ -79,13 +79,15 @@ func PickVictim(ctx context.Context, c *Cluster, kase string, arrange bool) (int
 // KillAndMeasure cuts node v off from its peers at once, as a SIGKILL
 // would, then stops it, and measures what that cost the survivors under
 // the load; it gives up waiting for their recovery after within.
-func KillAndMeasure(c *Cluster, l *Load, v int, within time.Duration) (Recovery, error) {
+func KillAndMeasure(c *Cluster, l *Load, v int, within time.Duration) (rec Recovery, err error) {
 	t0 := time.Now()
 	c.Isolate(v)
 	stopped := make(chan struct{})
 	go func() { c.Stop(v); close(stopped) }()
 	defer func() { <-stopped; c.HealLinks() }()
-	rec := Recovery{Victim: v, Counts: map[string]int{}}
+	rec = Recovery{Victim: v, Counts: map[string]int{}}
+	elected := watchElection(c, v, t0, within)
+	defer func() { rec.Election = <-elected }()
 	deadline := t0.Add(within)
 	for {
 		time.Sleep(50 * time.Millisecond)
@@ -111,6 +113,33 @@ func KillAndMeasure(c *Cluster, l *Load, v int, within time.Duration) (Recovery,
 			return rec, fmt.Errorf("the survivors of n%d's loss had not all recovered after %v", v+1, within)
 		}
 	}
+}
+
+// watchElection answers how long after t0 a survivor first named a
+// stream leader other than the victim: the broker's own election, zero
+// where the victim did not lead the stream.
+func watchElection(c *Cluster, v int, t0 time.Time, within time.Duration) <-chan time.Duration {
+	out := make(chan time.Duration, 1)
+	lg := c.Node((v + 1) % c.Size()).Log(engine.DomainTracker)
+	victim := c.Config(v).Name
+	go func() {
+		for time.Since(t0) < within {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			lead, err := lg.StreamLead(ctx)
+			cancel()
+			if err == nil && lead.Leader != "" && lead.Leader != victim {
+				if lead.Since.Before(t0) {
+					out <- 0
+				} else {
+					out <- time.Since(t0)
+				}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		out <- within
+	}()
+	return out
 }
 
 // recovered finds, on every survivor, the first applied write and the

@@ -158,11 +158,11 @@ func figures(kase string, recs []fleettest.Recovery, absent int) string {
 	if len(recs) == 0 {
 		return fmt.Sprintf("%-14s no kills (the case arose in none of %d tries)", kase, absent)
 	}
-	var ws, rs []time.Duration
+	var ws, rs, es []time.Duration
 	counts := map[string]int{}
 	stalled := 0
 	for _, r := range recs {
-		ws, rs = append(ws, r.Write), append(rs, r.Read)
+		ws, rs, es = append(ws, r.Write), append(rs, r.Read), append(es, r.Election)
 		for k, n := range r.Counts {
 			counts[k] += n
 		}
@@ -177,6 +177,6 @@ func figures(kase string, recs []fleettest.Recovery, absent int) string {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		return fmt.Sprintf("p50 %v max %v", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
-	return fmt.Sprintf("%-14s kills %d (absent %d): write %s; read %s; answers %s; stalled past %v %d",
-		kase, len(recs), absent, p(ws), p(rs), strings.Join(ks, " "), fleettest.WriteBudget, stalled)
+	return fmt.Sprintf("%-14s kills %d (absent %d): election %s; write %s; read %s; answers %s; stalled past %v %d",
+		kase, len(recs), absent, p(es), p(ws), p(rs), strings.Join(ks, " "), fleettest.WriteBudget, stalled)
 }
