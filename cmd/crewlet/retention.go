@@ -39,7 +39,7 @@ var retentionSubcommands = map[string]retentionSubcommand{}
 
 func init() {
 	retentionSubcommands["status"] = retentionSubcommand{
-		summary: "every data node's positions (seq, applied_through, GEN, lag)",
+		summary: "every data node's positions (seq, applied_through, GEN, lag) and who leads its reader",
 		run:     (*RetentionCommand).status,
 	}
 }
@@ -120,7 +120,7 @@ func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 	nf := addNodeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag,\nand which broker server leads the node's reader (its consumer) since when.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -145,7 +145,8 @@ func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 // writeRetentionTable renders the answer for a person: the level, each
 // log's range, then one row per node and domain with GEN, seq,
 // applied_through and lag ("left gen N" for a position in a generation
-// the log has left, where a lag would compare with nothing).
+// the log has left, where a lag would compare with nothing), and who
+// leads the node's consumer since when.
 func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 	fmt.Fprintf(w, "level: %s (asked %s at %s)\n", a.Level, a.Node, a.AskedAt.Format(time.RFC3339))
 	if a.Note != "" {
@@ -159,7 +160,7 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT")
+	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tREADER_LED_BY")
 	for _, n := range a.Nodes {
 		for _, d := range n.Domains {
 			lag := "-"
@@ -175,8 +176,23 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 			if !d.BeatAt.IsZero() {
 				beat = d.BeatAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, readerLed(d.Reader))
 		}
 	}
 	return tw.Flush()
+}
+
+// readerLed words who leads a node's consumer: "n2 since <instant>",
+// "electing" while its group has no leader (the node receives nothing),
+// "-" where it could not be read.
+func readerLed(r *fleet.ReaderLead) string {
+	switch {
+	case r == nil:
+		return "-"
+	case r.Leader == "":
+		return "electing"
+	case r.Since != nil:
+		return r.Leader + " since " + r.Since.Format(time.RFC3339)
+	}
+	return r.Leader
 }

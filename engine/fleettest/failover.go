@@ -25,11 +25,15 @@ type Obs struct {
 	Outcome    string
 }
 
-// Load is a steady load on every node of a Cluster: one writer updating
-// the node's own item and one linearizable reader, each in a loop.
+// Call is one call of a steady load on node i: a write (the n-th) or a
+// linearizable read. It answers the outcome, or ok false where node i is
+// not running (nothing is recorded then).
+type Call func(i int, write bool, n int) (outcome string, ok bool)
+
+// Load is a steady load on every node of a fleet: one writer and one
+// linearizable reader per node, each calling in a loop.
 type Load struct {
-	c    *Cluster
-	keys []string
+	call Call
 
 	mu   sync.Mutex
 	obs  []Obs
@@ -37,15 +41,43 @@ type Load struct {
 	wg   sync.WaitGroup
 }
 
-// StartLoad starts the load; keys[i] is the item node i's writer updates.
-func StartLoad(c *Cluster, keys []string) *Load {
-	l := &Load{c: c, keys: keys, stop: make(chan struct{})}
-	for i := 0; i < c.Size(); i++ {
+// NewLoad starts a load of call on size nodes.
+func NewLoad(size int, call Call) *Load {
+	l := &Load{call: call, stop: make(chan struct{})}
+	for i := 0; i < size; i++ {
 		l.wg.Add(2)
 		go l.loop(i, true)
 		go l.loop(i, false)
 	}
 	return l
+}
+
+// StartLoad starts the load on a Cluster; keys[i] is the item node i's
+// writer updates and its reader reads.
+func StartLoad(c *Cluster, keys []string) *Load {
+	return NewLoad(c.Size(), func(i int, write bool, n int) (string, bool) {
+		nd := c.Node(i)
+		if nd == nil {
+			return "", false
+		}
+		// The call's own deadline is past the write's budget, so a write
+		// answers rather than running out of time here.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if !write {
+			if _, err := nd.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, keys[i]); err != nil {
+				return string(engine.CodeOf(err)), true
+			}
+			return "ok", true
+		}
+		id, _ := uuid.NewV7()
+		title := fmt.Sprintf("n%d-%d", i+1, n)
+		w, err := nd.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{OpID: id.String()}, keys[i], 0, tracker.ItemPatch{Title: &title})
+		if err != nil {
+			return string(engine.CodeOf(err)), true
+		}
+		return string(w.Outcome), true
+	})
 }
 
 // Stop ends the load and waits for its calls to return.
@@ -62,31 +94,12 @@ func (l *Load) loop(i int, write bool) {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		nd := l.c.Node(i)
-		if nd == nil {
+		o := Obs{Node: i, Write: write, Start: time.Now()}
+		out, ok := l.call(i, write, n)
+		if !ok {
 			continue
 		}
-		// The call's own deadline is past the 5 s write wait, so a write
-		// answers pending rather than running out of time here.
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		o := Obs{Node: i, Write: write, Start: time.Now()}
-		if write {
-			id, _ := uuid.NewV7()
-			title := fmt.Sprintf("n%d-%d", i+1, n)
-			w, err := nd.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{OpID: id.String()}, l.keys[i], 0, tracker.ItemPatch{Title: &title})
-			o.Outcome = string(w.Outcome)
-			if err != nil {
-				o.Outcome = string(engine.CodeOf(err))
-			}
-		} else {
-			_, err := nd.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, l.keys[i])
-			o.Outcome = "ok"
-			if err != nil {
-				o.Outcome = string(engine.CodeOf(err))
-			}
-		}
-		cancel()
-		o.End = time.Now()
+		o.Outcome, o.End = out, time.Now()
 		l.mu.Lock()
 		l.obs = append(l.obs, o)
 		l.mu.Unlock()

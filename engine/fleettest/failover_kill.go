@@ -91,28 +91,39 @@ func KillAndMeasure(c *Cluster, l *Load, v int, within time.Duration) (rec Recov
 	deadline := t0.Add(within)
 	for {
 		time.Sleep(50 * time.Millisecond)
-		w, r, done := recovered(c.Size(), v, t0, l.Since(t0))
-		if done {
-			rec.Write, rec.Read = w.Sub(t0), r.Sub(t0)
-			end := w
-			if r.After(end) {
-				end = r
-			}
-			for _, o := range l.Since(t0) {
-				if o.Node == v || o.End.After(end) {
-					continue
-				}
-				rec.Counts[o.Outcome]++
-				if o.Write && o.End.Sub(o.Start) > WriteBudget {
-					rec.Stalled++
-				}
-			}
+		if tally, done := Tally(c.Size(), v, t0, l.Since(t0)); done {
+			rec = tally // the deferred watch adds the election
 			return rec, nil
 		}
 		if time.Now().After(deadline) {
 			return rec, fmt.Errorf("the survivors of n%d's loss had not all recovered after %v", v+1, within)
 		}
 	}
+}
+
+// Tally is what the loss of node v at t0 cost the survivors, from the
+// load's answers since t0; done once every survivor has recovered.
+func Tally(size, v int, t0 time.Time, obs []Obs) (rec Recovery, done bool) {
+	rec = Recovery{Victim: v, Counts: map[string]int{}}
+	w, r, done := recovered(size, v, t0, obs)
+	if !done {
+		return rec, false
+	}
+	rec.Write, rec.Read = w.Sub(t0), r.Sub(t0)
+	end := w
+	if r.After(end) {
+		end = r
+	}
+	for _, o := range obs {
+		if o.Node == v || o.End.Before(t0) || o.End.After(end) {
+			continue
+		}
+		rec.Counts[o.Outcome]++
+		if o.Write && o.End.Sub(o.Start) > WriteBudget {
+			rec.Stalled++
+		}
+	}
+	return rec, true
 }
 
 // watchElection answers how long after t0 a survivor first named a
