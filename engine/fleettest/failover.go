@@ -214,3 +214,32 @@ func (r Recovery) String() string {
 // WriteBudget is how long a write may take to answer: the seeds' 5 s
 // wait for its own record, past an append bounded by the same 5 s.
 const WriteBudget = 10 * time.Second
+
+// Figures is one case's line: p50 and max of both recoveries, and the
+// answers summed over its kills.
+func Figures(kase string, recs []Recovery, absent int) string {
+	if len(recs) == 0 {
+		return fmt.Sprintf("%-14s no kills (the case arose in none of %d tries)", kase, absent)
+	}
+	var ws, rs, es []time.Duration
+	counts := map[string]int{}
+	stalled := 0
+	for _, r := range recs {
+		ws, rs, es = append(ws, r.Write), append(rs, r.Read), append(es, r.Election)
+		for k, n := range r.Counts {
+			counts[k] += n
+		}
+		stalled += r.Stalled
+	}
+	var ks []string
+	for k, n := range counts {
+		ks = append(ks, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(ks)
+	p := func(ds []time.Duration) string {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return fmt.Sprintf("p50 %v max %v", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%-14s kills %d (absent %d): election %s; write %s; read %s; answers %s; stalled past %v %d",
+		kase, len(recs), absent, p(es), p(ws), p(rs), strings.Join(ks, " "), WriteBudget, stalled)
+}
