@@ -218,7 +218,11 @@ func childFigures(t *testing.T, f *childFleet, conns *childConns, l *fleettest.L
 			v := -1
 			for i := 0; i < 3 && v < 0; i++ {
 				leads := len(r.LeadsReaders(i)) > 0
-				if kase == fleettest.CaseStreamLeader && i == r.Stream || i != r.Stream && (kase == fleettest.CaseReaderLeader) == leads {
+				match := i != r.Stream && leads == (kase == fleettest.CaseReaderLeader)
+				if kase == fleettest.CaseStreamLeader {
+					match = i == r.Stream
+				}
+				if match {
 					v = i
 				}
 			}

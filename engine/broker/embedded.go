@@ -2,7 +2,8 @@
 // nats-server (file store, sync as stream.sync says, read back at boot),
 // the domain streams (created when missing, never rewritten, checked for
 // the default persist mode) and the statelog.Log each domain publishes to
-// and reads from through a durable consumer named after the node.
+// and reads from through a durable consumer named after the node, whose
+// lead the node keeps on its own broker server (lead.go).
 package broker
 
 import (
