@@ -126,24 +126,20 @@ func (l *Log) claimReader(ctx context.Context) (moved bool, err error) {
 	if own == "" {
 		return false, nil
 	}
-	lead, err := l.ReaderLead(ctx, l.node)
+	c, err := l.stream.Consumer(ctx, l.durable)
 	if err != nil {
-		return false, err
+		return false, classify(err)
 	}
+	ci := c.CachedInfo().Cluster
+	lead := leadOf(ci)
 	if lead.Leader == "" || lead.Leader == own {
 		// No group at all (a single broker), leaderless (the election
 		// decides), or ours already.
 		return false, nil
 	}
-	c, err := l.stream.Consumer(ctx, l.durable)
-	if err != nil {
-		return false, classify(err)
-	}
 	member := false
-	if ci := c.CachedInfo().Cluster; ci != nil {
-		for _, p := range ci.Replicas {
-			member = member || p.Name == own
-		}
+	for _, p := range ci.Replicas {
+		member = member || p.Name == own
 	}
 	if !member {
 		return false, errNotOurs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"testing"
 	"time"
 
@@ -146,5 +147,56 @@ func TestFailoverFigures(t *testing.T) {
 	}
 	for _, kase := range cases {
 		t.Logf("%s", fleettest.Figures(kase, byCase[kase], absent[kase]))
+	}
+}
+
+// TestReaderLeadComesBack: a node's consumer whose lead another node's
+// broker took (moved there by a stepdown, as a partition would) is led by
+// the node's own broker again, and the retention answer names who leads
+// each node's reader and since when.
+func TestReaderLeadComesBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-node fleet")
+	}
+	rec := enginetest.NewRecorder()
+	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		if i == 1 {
+			cfg.Logger = rec.Logger()
+		}
+	}})
+	ownReaders(t, c)
+	claimed := func() int {
+		n := 0
+		for _, l := range rec.Lines(engine.EvReaderLeadClaimed) {
+			if l.Attrs["from"] == "n1" && l.Attrs["to"] == "n2" && l.Attrs[engine.LogDomain] == string(engine.DomainTracker) {
+				n++
+			}
+		}
+		return n
+	}
+	before := claimed()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Node(0).Log(engine.DomainTracker).MoveReaderLead(ctx, "n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	// n2 finds its reader led by n1's broker and claims it back.
+	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		if claimed() == before {
+			return fmt.Errorf("n2 has not claimed its tracker reader back from n1")
+		}
+		return nil
+	})
+	ownReaders(t, c)
+	a, err := c.Node(2).Retention().Answer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range a.Nodes {
+		for _, d := range n.Domains {
+			if d.Reader == nil || d.Reader.Leader != n.Node || d.Reader.Since == nil {
+				t.Errorf("retention: %s's %s reader %+v, want led by %s since an instant", n.Node, d.Domain, d.Reader, n.Node)
+			}
+		}
 	}
 }
