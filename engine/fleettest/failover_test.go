@@ -77,6 +77,7 @@ func TestFailoverSurvivorsKeepApplying(t *testing.T) {
 	r := ownReaders(t, c)
 	v := (r.Stream + 1) % c.Size()
 	rec, err := fleettest.KillAndMeasure(c, l, v, 2*time.Minute)
+	rec.Case, rec.Roles = fleettest.CaseLeadsNothing, r
 	t.Logf("%s", rec)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestFailoverSurvivorsKeepApplying(t *testing.T) {
 	}
 	r = ownReaders(t, c)
 	rec, err = fleettest.KillAndMeasure(c, l, r.Stream, 2*time.Minute)
-	rec.Case = fleettest.CaseStreamLeader
+	rec.Case, rec.Roles = fleettest.CaseStreamLeader, r
 	t.Logf("%s", rec)
 	if err != nil {
 		t.Fatal(err)
