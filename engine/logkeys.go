@@ -36,6 +36,9 @@ const (
 	EvWriteUnvouched        = "statelog_write_unvouched"
 	EvConsumerRebuilt       = "jetstream_domain_consumer_rebuilt"
 	EvConsumerRebuildFailed = "jetstream_domain_consumer_rebuild_failed"
+	// EvReaderLeadClaimed: a node asked that its own broker server lead
+	// its durable consumer again (not a seeds line; INFO).
+	EvReaderLeadClaimed     = "jetstream_reader_lead_claimed"
 	EvStreamCapacityDiffers = "jetstream_stream_capacity_differs"
 	EvCeilingShortOfFit     = "statelog_ceiling_short_of_fit"
 	EvCeilingUnread         = "statelog_ceiling_unread"

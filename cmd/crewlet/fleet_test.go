@@ -292,7 +292,8 @@ func retentionNamesEveryNode(t *testing.T, f *childFleet) {
 }
 
 // retentionJSONFromRegister: asked of n3 with --json, every node carries
-// its tracker figures, read from the register.
+// its tracker figures, read from the register, and who leads its reader:
+// its own broker.
 func retentionJSONFromRegister(t *testing.T, f *childFleet) {
 	t.Helper()
 	var a struct {
@@ -305,6 +306,10 @@ func retentionJSONFromRegister(t *testing.T, f *childFleet) {
 				AppliedThrough     uint64    `json:"applied_through"`
 				StreamCreatedAt    time.Time `json:"stream_created_at"`
 				CheckpointStoredAt time.Time `json:"checkpoint_stored_at"`
+				Reader             *struct {
+					Leader string     `json:"leader"`
+					Since  *time.Time `json:"since"`
+				} `json:"reader"`
 			} `json:"domains"`
 		} `json:"nodes"`
 	}
@@ -330,6 +335,11 @@ func retentionJSONFromRegister(t *testing.T, f *childFleet) {
 				found = true
 				if d.StreamCreatedAt.IsZero() || d.CheckpointStoredAt.IsZero() || d.Seq == 0 {
 					problem = fmt.Sprintf("--json %s: %+v", n.Node, d)
+				}
+				// Each node's reader is led by its own broker, since the
+				// instant it took the lead.
+				if d.Reader == nil || d.Reader.Leader != n.Node || d.Reader.Since == nil {
+					problem = fmt.Sprintf("--json %s: reader %+v, want led by %s", n.Node, d.Reader, n.Node)
 				}
 			}
 			if !found {

@@ -39,7 +39,7 @@ var retentionSubcommands = map[string]retentionSubcommand{}
 
 func init() {
 	retentionSubcommands["status"] = retentionSubcommand{
-		summary: "every data node's positions (seq, applied_through, GEN, lag)",
+		summary: "every data node's positions (seq, applied_through, GEN, lag) and who leads its reader",
 		run:     (*RetentionCommand).status,
 	}
 }
@@ -120,7 +120,7 @@ func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 	nf := addNodeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag,\nand which broker server leads the node's reader (its consumer) since when.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -145,7 +145,8 @@ func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 // writeRetentionTable renders the answer for a person: the level, each
 // log's range, then one row per node and domain with GEN, seq,
 // applied_through and lag ("left gen N" for a position in a generation
-// the log has left, where a lag would compare with nothing).
+// the log has left, where a lag would compare with nothing), and who
+// leads the node's consumer since when.
 func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 	fmt.Fprintf(w, "level: %s (asked %s at %s)\n", a.Level, a.Node, a.AskedAt.Format(time.RFC3339))
 	if a.Note != "" {
@@ -164,7 +165,7 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		writeFloorLine(w, l)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tLONGEST_TX\tLONGEST_BATCH")
+	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tLONGEST_TX\tLONGEST_BATCH\tREADER_LED_BY")
 	var applyErrs []string
 	for _, n := range a.Nodes {
 		for _, d := range n.Domains {
@@ -186,7 +187,7 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 				tx = fmt.Sprintf("%s (%d records, %d rows)", a.LongestTx.Round(time.Millisecond), a.LongestTxRecords, a.LongestTxRows)
 				batch = fmt.Sprintf("%d records, %d rows", a.LongestBatch, a.LongestBatchRows)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, tx, batch)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, tx, batch, readerLed(d.Reader))
 			if d.ApplyErr != "" {
 				applyErrs = append(applyErrs, fmt.Sprintf("%s %s applier error: %s", n.Node, d.Domain, d.ApplyErr))
 			}
@@ -213,4 +214,19 @@ func writeFloorLine(w io.Writer, l fleet.LogFigures) {
 		fmt.Fprintf(w, "  trim floor: %d, held by %s: %s (trimmed by %s at %s)\n", l.Floor.Through, l.Floor.Term, l.Floor.Holder,
 			l.Floor.By, l.Floor.At.Format(time.RFC3339))
 	}
+}
+
+// readerLed words who leads a node's consumer: "n2 since <instant>",
+// "electing" while its group has no leader (the node receives nothing),
+// "-" where it could not be read.
+func readerLed(r *fleet.ReaderLead) string {
+	switch {
+	case r == nil:
+		return "-"
+	case r.Leader == "":
+		return "electing"
+	case r.Since != nil:
+		return r.Leader + " since " + r.Since.Format(time.RFC3339)
+	}
+	return r.Leader
 }

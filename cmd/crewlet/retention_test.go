@@ -21,10 +21,13 @@ import (
 
 func TestRetentionTable(t *testing.T) {
 	secs := 1.5
+	since := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	a := fleet.Answer{Level: engine.Stale, Node: "n1", Logs: []fleet.LogFigures{{Domain: engine.DomainTracker, Stream: "CREWLET_TRACKER_LOG", Generation: 2, LastSeq: 40, Measured: true}},
 		Nodes: []fleet.NodeFigures{
-			{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2, Seq: 40, AppliedThrough: 38}, Lag: &engine.Lag{Seq: 0, Seconds: &secs}}}},
-			{Node: "n2", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 1, Seq: 90, AppliedThrough: 90}, LeftGen: 1}}},
+			{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2, Seq: 40, AppliedThrough: 38}, Lag: &engine.Lag{Seq: 0, Seconds: &secs},
+				Reader: &fleet.ReaderLead{Leader: "n1", Since: &since}}}},
+			{Node: "n2", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 1, Seq: 90, AppliedThrough: 90}, LeftGen: 1,
+				Reader: &fleet.ReaderLead{}}}},
 			{Node: "n3", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2}}}},
 		},
 		Alarms: []statelog.Alarm{{Name: statelog.AlarmDeferral, Domain: engine.DomainTracker, Message: "1 record(s) this build cannot decode"}}}
@@ -33,7 +36,8 @@ func TestRetentionTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet", "ALARM deferral (tracker): 1 record(s)"} {
+	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet", "ALARM deferral (tracker): 1 record(s)",
+		"READER_LED_BY", "n1 since 2026-03-04T05:06:07Z", "electing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("retention table lacks %q:\n%s", want, out)
 		}
@@ -50,7 +54,7 @@ func TestRetentionStatusCommand(t *testing.T) {
 		Logs: []fleet.LogFigures{{Domain: engine.DomainTracker, Stream: "CREWLET_TRACKER_LOG", Generation: 1, FirstSeq: 1, LastSeq: 9, CreatedAt: at, Measured: true}},
 		Nodes: []fleet.NodeFigures{{Node: "n1", Domains: []fleet.DomainFigures{{Position: fleet.Position{Node: "n1", Domain: engine.DomainTracker,
 			Stream: "CREWLET_TRACKER_LOG", Generation: 1, Seq: 9, AppliedThrough: 9, StreamCreatedAt: at, CheckpointStoredAt: at, StartedAt: at, BeatAt: at},
-			Lag: &engine.Lag{Seq: 0, Seconds: &secs}}}}}}
+			Lag: &engine.Lag{Seq: 0, Seconds: &secs}, Reader: &fleet.ReaderLead{Leader: "n1", Since: &at}}}}}}
 	var sent bytes.Buffer
 	if err := json.NewEncoder(&sent).Encode(answer); err != nil {
 		t.Fatal(err)

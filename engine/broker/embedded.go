@@ -5,7 +5,8 @@
 // changes a ceiling — checked for the default persist mode), what the
 // broker can grant them and the volume's room, and the statelog.Log each
 // domain publishes to and reads from through a durable consumer named
-// after the node.
+// after the node, whose lead the node keeps on its own broker server
+// (lead.go).
 package broker
 
 import (

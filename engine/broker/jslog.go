@@ -24,6 +24,7 @@ type Log struct {
 	name    string
 	domain  engine.Domain
 	durable string
+	node    string
 	log     *slog.Logger
 	// drainWait bounds how long closing a reader waits for the broker to
 	// confirm its drain: one whose broker is gone never does.
@@ -63,7 +64,7 @@ var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), drainWait: DefaultDrainWait, settleWait: settleWait,
+	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), node: node, drainWait: DefaultDrainWait, settleWait: settleWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
 }
 
@@ -213,6 +214,17 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 	if err != nil {
 		return nil, err
 	}
+	// Claimed before the first pull, so nothing is in flight while the
+	// lead moves; kept claimed for as long as the reader runs.
+	// A group still electing answers nothing, so the claim is bounded: the
+	// keeper tries again.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if moved, err := l.claimReader(cctx); moved {
+		l.awaitReaderLead(cctx)
+	} else if err != nil && !errors.Is(err, errNotOurs) {
+		l.log.Debug("jetstream_reader_lead_unclaimed", engine.LogDomain, l.domainName(), engine.LogErr, err.Error())
+	}
+	cancel()
 	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{}), drainWait: l.drainWait}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
@@ -242,6 +254,7 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 		return nil, fmt.Errorf("broker: consume %s: %w", l.name, err)
 	}
 	sub.cc = cc
+	go l.keepReader(sub.done)
 	return sub, nil
 }
 

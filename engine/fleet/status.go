@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,7 +72,22 @@ type DomainFigures struct {
 	// LeftGen is set when the position is in a generation the log has
 	// left: its sequence compares with nothing the log holds, so no lag.
 	LeftGen uint64 `json:"left_gen,omitempty"`
+	// Reader is who leads the node's durable consumer on this log, absent
+	// where it could not be read.
+	Reader *ReaderLead `json:"reader,omitempty"`
 }
+
+// ReaderLead names the broker server leading a node's consumer and since
+// when: a node receives nothing while its consumer has no leader (Leader
+// empty, an election under way), and a consumer led by another node's
+// server stops with that node — which is why each node claims its own.
+type ReaderLead struct {
+	Leader string     `json:"leader"`
+	Since  *time.Time `json:"since,omitempty"`
+}
+
+// ReaderLeadFunc reads who leads node's consumer on domain's log.
+type ReaderLeadFunc func(ctx context.Context, domain engine.Domain, node string) (leader string, since time.Time, err error)
 
 // Status builds the retention answer on a node whose replicas are reps.
 type Status struct {
@@ -85,6 +101,8 @@ type Status struct {
 	// Known, when set, is the register as this node last read it: the
 	// answer falls back on it when the register cannot be read now.
 	Known func() ([]Position, time.Time)
+	// ReaderLead, when set, names who leads each node's consumer.
+	ReaderLead ReaderLeadFunc
 }
 
 // Answer reads the register and the logs' ends. It refuses
@@ -117,7 +135,38 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		a.Nodes = append(a.Nodes, *nf)
 	}
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
+	s.readReaders(ctx, a.Nodes)
 	return a, nil
+}
+
+// readReaders fills in who leads each node's consumer, all at once and
+// each bounded: a consumer whose group is electing answers nothing.
+func (s *Status) readReaders(ctx context.Context, nodes []NodeFigures) {
+	if s.ReaderLead == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range nodes {
+		for j := range nodes[i].Domains {
+			df := &nodes[i].Domains[j]
+			wg.Add(1)
+			go func(node string) {
+				defer wg.Done()
+				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				leader, since, err := s.ReaderLead(rctx, df.Domain, node)
+				if err != nil {
+					return
+				}
+				df.Reader = &ReaderLead{Leader: leader}
+				if !since.IsZero() {
+					at := since.UTC()
+					df.Reader.Since = &at
+				}
+			}(nodes[i].Node)
+		}
+	}
+	wg.Wait()
 }
 
 // readLogs reads each domain's log end, and the time of its last record,

@@ -278,7 +278,18 @@ func (n *Node) Retention() *fleet.Status {
 	for _, d := range n.domains {
 		logs[d.spec.Name()] = d.log
 	}
-	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known}
+	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known,
+		ReaderLead: n.readerLead}
+}
+
+// readerLead reads who leads node's consumer on domain's log.
+func (n *Node) readerLead(ctx context.Context, domain engine.Domain, node string) (string, time.Time, error) {
+	d := n.find(domain)
+	if d == nil {
+		return "", time.Time{}, fmt.Errorf("node: no %s log", domain)
+	}
+	lead, err := d.log.ReaderLead(ctx, node)
+	return lead.Leader, lead.Since, err
 }
 
 // ServeEstate answers calls from nodes without the data role through h

@@ -2,6 +2,7 @@ package statelog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -273,9 +274,16 @@ func (h *harness) logFault(t *testing.T, td *datadriven.TestData, say func(strin
 		h.stream.FailPublish(h.match(t, td), err)
 		return nil
 	case "fail-read":
+		// err=refused: an answer that is not worth asking again for (the
+		// default is no answer at all, which a lost append's resolution
+		// asks again for, within the publish timeout).
 		var op string
 		td.ScanArgs(t, "op", &op)
-		h.stream.FailRead(statelogtest.ReadOp(op), nil)
+		var err error
+		if td.HasArg("err") {
+			err = errors.New("the broker refused the read (statelogtest)")
+		}
+		h.stream.FailRead(statelogtest.ReadOp(op), err)
 		return nil
 	case "advance":
 		if len(td.CmdArgs) != 1 {

@@ -158,7 +158,8 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			return out, err
 		}
 		ack, err := r.publish(ctx, op, prop, data, anchor)
-		if done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err); done {
+		again := func() (PubAck, error) { return r.publish(ctx, op, prop, data, anchor) }
+		if done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err, again); done {
 			return res, err
 		}
 	}
@@ -183,7 +184,7 @@ func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byt
 // answerPublish turns the broker's answer to an append into the write's
 // answer; done is false when the write lost the arbitration to another
 // writer and is decided again once this node has applied the winner.
-func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject string, ack PubAck, err error) (bool, Written, error) {
+func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject string, ack PubAck, err error, again func() (PubAck, error)) (bool, Written, error) {
 	opID := out.OpID
 	var wrong *WrongSequenceError
 	switch {
@@ -231,7 +232,7 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 	case errors.Is(err, ErrVolumeFull) && !errors.Is(err, ErrNoAnswer):
 		return true, out, volumeFull(r.stream, opID, err)
 	}
-	res, err := r.resolveLost(ctx, op, out, subject, err)
+	res, err := r.resolveLost(ctx, op, out, subject, err, again)
 	return true, res, err
 }
 
@@ -390,10 +391,15 @@ func (r *Replica) decide(ctx context.Context, decide Decide) (*Proposal, uint64,
 // resolveLost settles a publish the broker did not answer from the log
 // before anything is called unknown: the newest record on the subject
 // carrying this op id is the answer.
-func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject string, cause error) (Written, error) {
-	lctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-	last, err := r.cfg.Log.LastOnSubject(lctx, subject)
-	cancel()
+//
+// Where the log answers and the newest record on the subject is another,
+// the append is made again under the same op id (again, when given): the
+// broker's duplicate window collapses it onto a first copy that landed
+// after all, and otherwise it lands now. An append lost with a stream
+// leader that died is then answered applied, pending or no_quorum once
+// the survivors elect the next, rather than unknown.
+func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject string, cause error, again func() (PubAck, error)) (Written, error) {
+	last, err := r.lastOnSubjectSoon(ctx, subject)
 	if err == nil && last.MsgID == out.OpID {
 		if ref := r.sameCall(op, subject, last); ref != nil {
 			return out, ref
@@ -406,10 +412,49 @@ func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject s
 		// volume is full: its store failed, which the broker never answers.
 		return out, volumeFull(r.stream, out.OpID, cause)
 	}
+	if (err == nil || errors.Is(err, ErrNoMessage)) && again != nil {
+		// Only a landing answers: any other answer to the second append
+		// leaves the first as much in doubt as it was.
+		if ack, perr := again(); perr == nil {
+			_, res, rerr := r.answerPublish(ctx, op, out, subject, ack, nil, nil)
+			return res, rerr
+		}
+	}
 	r.log.Warn(engine.EvPublishUnknown, engine.LogOpID, out.OpID, engine.LogStream, r.stream, "subject", subject, engine.LogErr, cause.Error())
 	out.Outcome = engine.Unknown
 	out.Message = "Nothing could be established about this write: it may be on the log and it may not. Retry with the same op_id, never a fresh one."
 	return out, nil
+}
+
+// lastOnSubjectSoon reads the newest record on subject, asking again
+// while the broker does not answer, for up to PublishTimeout. An append
+// whose answer was lost is most often one in flight to a stream leader
+// that died, and the log answers again as soon as the survivors elect
+// the next, which the broker bounds; a single read made during that
+// election would leave a record that landed called unknown. Only an
+// answer is trusted: the record missing from a leader's answer may yet
+// be committed by it, so that stays unknown.
+func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (StoredMsg, error) {
+	deadline := time.Now().Add(r.cfg.PublishTimeout)
+	for {
+		// Each ask is short, so one lost in the election does not spend
+		// the whole wait.
+		ask := time.Now().Add(time.Second)
+		if ask.After(deadline) {
+			ask = deadline
+		}
+		actx, cancel := context.WithDeadline(ctx, ask)
+		last, err := r.cfg.Log.LastOnSubject(actx, subject)
+		cancel()
+		if err == nil || !errors.Is(err, ErrNoAnswer) && !errors.Is(err, ErrNoQuorum) || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return last, err
+		}
+		select {
+		case <-ctx.Done():
+			return last, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (r *Replica) noteOwn(seq uint64) {

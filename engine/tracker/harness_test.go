@@ -3,6 +3,7 @@ package tracker_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,8 +21,8 @@ import (
 
 // lossyLog is the node's real broker log with one fault: the k-th append
 // (barriers not counted) loses its acknowledgement — published for real
-// (landed) or never sent (lost) — and the lookup that follows it gets no
-// answer either, so the write can establish nothing: unknown.
+// (landed) or never sent (lost) — and the lookup that follows it is
+// refused, so the write can establish nothing: unknown.
 type lossyLog struct {
 	statelog.Log
 	mu      sync.Mutex
@@ -73,7 +74,10 @@ func (l *lossyLog) LastOnSubject(ctx context.Context, subject string) (statelog.
 	l.blind = false
 	l.mu.Unlock()
 	if blind {
-		return statelog.StoredMsg{}, statelog.ErrNoAnswer
+		// Refused rather than unanswered: a lookup that is not answered is
+		// asked again for the publish timeout (an election may be under
+		// way), and this fault is one the write can establish nothing from.
+		return statelog.StoredMsg{}, errors.New("lossyLog: the lookup after the lost acknowledgement is refused")
 	}
 	return l.Log.LastOnSubject(ctx, subject)
 }
