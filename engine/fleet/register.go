@@ -237,7 +237,7 @@ func (r *Register) Beat(ctx context.Context) {
 func (r *Register) readFloors(ctx context.Context) (all bool) {
 	all = true
 	for _, rep := range r.cfg.Replicas {
-		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
+		f, ok, err := r.readFloor(ctx, rep.Domain())
 		if err != nil {
 			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
 			all = false
@@ -250,6 +250,26 @@ func (r *Register) readFloors(ctx context.Context) (all bool) {
 		rep.SetFloor(f.Through, nil)
 	}
 	return all
+}
+
+// readFloor reads a log's published floor, asking again while the read
+// fails for up to one heartbeat interval: a read that timed out once on a
+// loaded broker is slow, not unreadable, and a floor_unknown verdict stops
+// every read on the node. Only a floor that cannot be read for a whole
+// beat is reported unreadable; nothing read before is reused meanwhile.
+func (r *Register) readFloor(ctx context.Context, d engine.Domain) (Floor, bool, error) {
+	deadline := time.Now().Add(max(r.cfg.Interval, 3*time.Second))
+	for {
+		f, _, ok, err := r.floors.Read(ctx, d)
+		if err == nil || ctx.Err() != nil || !time.Now().Before(deadline) {
+			return f, ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return f, ok, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // Floors is where the trim floors are published.
