@@ -88,6 +88,13 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("a linearizable read's info = %q, want lag 0 records", info)
 	}
 	b.views(pageID)
+
+	// A purge is on the audit trail's page, with who asked.
+	Call(t, c, "purge_work_item", map[string]any{"key": "ENG-2"})
+	b.run("open the audit trail", chromedp.Click(css(`#nav-audit`)), chromedp.WaitVisible(css(`td[data-col="what"]`)), b.shot("audit"))
+	if got := b.text(`main`); !strings.Contains(got, "purge-ENG-2") || !strings.Contains(got, "operator") {
+		t.Errorf("the audit view says %q, want the purge by the operator", got)
+	}
 }
 
 // css is a CSS selector (chromedp reads a bare string as a search).

@@ -48,7 +48,13 @@ func (l *Log) ReaderLead(ctx context.Context, node string) (Lead, error) {
 	if err != nil {
 		return Lead{}, classify(err)
 	}
-	return leadOf(c.CachedInfo().Cluster), nil
+	info := c.CachedInfo()
+	if ci := info.Cluster; info.Config.Replicas <= 1 && l.stream.CachedInfo().Config.Replicas <= 1 && (ci == nil || ci.Leader == "") {
+		// A lone broker runs no group to elect: its one server is the
+		// reader's, for as long as the reader exists.
+		return Lead{Leader: l.Server(), Since: info.Created}, nil
+	}
+	return leadOf(info.Cluster), nil
 }
 
 // Server is the name of the broker server this node's connection is on:

@@ -188,17 +188,40 @@ const views = {
     const a = await api('/api/v1/retention');
     const out = [h('h2', {}, 'Settings › Backups & retention'),
       h('div', { class: 'readinfo' }, 'level: ' + a.level + ' · asked ' + a.node + ' at ' + when(a.asked_at)),
-      a.note ? h('p', { class: 'muted' }, a.note) : null, h('h3', {}, 'Logs'), figures(a.logs || [])];
+      a.note ? h('p', { class: 'muted' }, a.note) : null, h('h3', {}, 'Logs'),
+      figures((a.logs || []).map((l) => Object.assign({ trim_floor: floorOf(l) }, l)), ['domain', 'stream', 'generation', 'first_seq', 'last_seq', 'trim_floor'])];
     out.push(h('h3', {}, 'Nodes'));
     const rows = [];
     for (const n of a.nodes || []) for (const d of n.domains || []) rows.push(Object.assign({ node: n.node }, d));
-    out.push(figures(rows, ['node', 'domain', 'generation', 'seq', 'applied_through', 'lag']));
+    for (const r of rows) {
+      if (r.reader) r.reader = r.reader.leader ? r.reader.leader + (r.reader.since ? ' since ' + when(r.reader.since) : '') : 'electing';
+      if (r.apply) r.apply = 'longest tx ' + (r.apply.longest_tx / 1e6).toFixed(1) + ' ms (' + r.apply.longest_tx_records + ' records), batch ' + r.apply.longest_batch_records + ' records';
+    }
+    out.push(figures(rows, ['node', 'domain', 'generation', 'seq', 'applied_through', 'lag', 'reader', 'apply']));
     for (const [k, v] of Object.entries(a)) {
-      if (Array.isArray(v) && !['logs', 'nodes'].includes(k)) out.push(h('h3', {}, k.replace(/_/g, ' ')), figures(v));
+      if (Array.isArray(v) && !['logs', 'nodes'].includes(k)) out.push(h('h3', {}, k.replace(/_/g, ' ')), v.length ? figures(v) : h('p', { class: 'muted' }, 'None.'));
     }
     return out;
   },
+
+  async audit() {
+    const a = await api('/api/v1/audit', { limit: 200 });
+    const rows = (a.entries || []).map((e) => ({
+      at: when(e.at), by: e.by, what: e.what, kind: e.kind, domain: e.domain, writer: e.writer, op_id: e.op_id,
+      position: e.position ? e.position.stream + '@' + e.position.generation + ':' + e.position.seq : '',
+    }));
+    const seen = (a.seen_through || []).map((p) => p.stream + '@' + p.generation + ':' + p.seq).join(', ');
+    return [h('h2', {}, 'Settings › Audit trail'), h('div', { class: 'readinfo', 'data-level': a.level }, 'level: ' + a.level + ' · seen through ' + seen),
+      rows.length ? figures(rows, ['at', 'by', 'what']) : h('p', { class: 'muted' }, 'No purge, eviction, readmission or capacity change yet.')];
+  },
 };
+
+// floorOf words a log's trim floor and the term that holds it.
+function floorOf(l) {
+  if (l.floor_unread) return 'unreadable: ' + l.floor_unread;
+  if (!l.floor) return '0 (nothing trimmed yet)';
+  return l.floor.through + ' (held by ' + l.floor.term + ': ' + l.floor.holder + ')';
+}
 
 // pageTree lists the pages under parent ('' for the space's top), each
 // with its own children below it.
@@ -233,7 +256,7 @@ function route() {
     case 'kb': return ['kb', () => views.kb(parts[1])];
     case 'page': return ['kb', () => views.page(parts[1])];
     case 'search': return ['search', () => views.search(parts[1])];
-    case 'settings': return ['settings', () => views.retention()];
+    case 'settings': return parts[1] === 'audit' ? ['audit', () => views.audit()] : ['settings', () => views.retention()];
     default: return ['board', () => views.board(parts[1])];
   }
 }
@@ -273,7 +296,7 @@ async function watch() {
     if (sig !== state.positions) {
       state.positions = sig;
       await render();
-    } else if (route()[0] === 'settings') {
+    } else if (['settings', 'audit'].includes(route()[0])) {
       await render();
     }
   } catch (err) { /* the next tick asks again; a 401 has logged out */ }
