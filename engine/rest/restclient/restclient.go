@@ -88,7 +88,8 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
 	return c.do(ctx, http.MethodGet, path)
 }
 
-// do sends method path and returns the body of a 200 answer.
+// do sends method path and returns the body of a 200 answer, within the
+// client's timeout.
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -96,6 +97,18 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	resp, err := c.send(ctx, method, path)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
+}
+
+// send sends method path with the token and returns a 200 answer's
+// response, its body unread; any other answer is read and returned as
+// its error (a refusal, or the status and body).
+func (c *Client) send(ctx context.Context, method, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
 	if err != nil {
 		return nil, &URLError{URL: c.base, Err: err}
@@ -109,18 +122,15 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
-	if err != nil {
-		return nil, err
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
+	if ref := refusal(body); ref != nil {
+		return nil, ref
 	}
-	if resp.StatusCode != http.StatusOK {
-		if ref := refusal(body); ref != nil {
-			return nil, ref
-		}
-		return nil, &StatusError{Status: resp.Status, Body: strings.TrimSpace(string(body))}
-	}
-	return body, nil
+	return nil, &StatusError{Status: resp.Status, Body: strings.TrimSpace(string(body))}
 }
 
 // refusal decodes a refusal body, {"refused": code, "message": …} and
@@ -217,28 +227,8 @@ func (c *Client) VerifyRestore(ctx context.Context) (snapshot.Report, error) {
 }
 
 // post sends POST path and returns a 200 answer's response, its body
-// unread; any other answer is read and returned as its error.
+// unread (a long operation streams its progress there); any other answer
+// is read and returned as its error.
 func (c *Client) post(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, nil)
-	if err != nil {
-		return nil, &URLError{URL: c.base, Err: err}
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
-	if ref := refusal(body); ref != nil {
-		return nil, ref
-	}
-	return nil, &StatusError{Status: resp.Status, Body: strings.TrimSpace(string(body))}
+	return c.send(ctx, http.MethodPost, path)
 }
