@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/crewlet/crewlet/engine/snapshot"
 )
 
 // chromiumOnce finds headless Chromium for the dashboard test, installing
@@ -87,6 +90,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if info := b.text(`.readinfo[data-level="linearizable"]`); !strings.Contains(info, "lag 0 records") {
 		t.Errorf("a linearizable read's info = %q, want lag 0 records", info)
 	}
+	takeBackup(t, s)
 	b.views(pageID)
 
 	// A purge is on the audit trail's page, with who asked.
@@ -213,7 +217,8 @@ func (b *browser) views(pageID string) {
 	}
 	b.run("search", chromedp.Click(css(`#nav-search`)), chromedp.WaitVisible(css(`input[name="q"]`)), chromedp.SendKeys(css(`input[name="q"]`), "dashboard"),
 		chromedp.Click(css(`main form button`)), chromedp.WaitVisible(css(`a[href="#/item/ENG-1"]`)), b.shot("search"))
-	b.run("open Settings › Backups & retention", chromedp.Click(css(`#nav-settings`)), chromedp.WaitVisible(css(`td[data-col="applied_through"]`)), b.shot("retention"))
+	b.run("open Settings › Backups & retention", chromedp.Click(css(`#nav-settings`)), chromedp.WaitVisible(css(`td[data-col="applied_through"]`)),
+		chromedp.WaitVisible(css(`td[data-col="sha256"]`)), b.shot("retention"))
 	if got := b.text(`main`); !strings.Contains(got, "CREWLET_TRACKER_LOG") || !strings.Contains(got, "CREWLET_PAGES_LOG") {
 		b.t.Errorf("the retention view says %q, want a row per log", got)
 	}
@@ -250,5 +255,25 @@ func checkDashboardEdge(t *testing.T, s *Serve) {
 	}
 	if r := get("/api/v1/projects", ""); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/projects without the token = %d, want 401", r.StatusCode)
+	}
+}
+
+// takeBackup takes a snapshot through the node's backup route (what
+// crewlet retention backup calls), reading its progress to the end.
+func takeBackup(t *testing.T, s *Serve) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.BaseURL+snapshot.BackupPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "sha256") {
+		t.Fatalf("backup: %d %s %v", resp.StatusCode, body, err)
 	}
 }

@@ -109,13 +109,16 @@ func startChildFleetWith(t *testing.T, stream string) *childFleet {
 		listens = append(listens, l)
 		routes = append(routes, "nats://"+l)
 	}
+	// A cluster name of its own, so a route that reached another suite's
+	// server (two suites at once share the free-port pool) is refused.
+	name := fmt.Sprintf("childfleet-%d-%d", os.Getpid(), FreePort(t))
 	for i := 0; i < 3; i++ {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
 		cfg := filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1))
 		client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 		f.clientURLs = append(f.clientURLs, "nats://"+client)
-		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: childfleet\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n%s",
-			i+1, listens[i], strings.Join(routes, ", "), client, childFleetToken, stream)
+		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: %s\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n%s",
+			i+1, name, listens[i], strings.Join(routes, ", "), client, childFleetToken, stream)
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

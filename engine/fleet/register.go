@@ -231,13 +231,14 @@ func (r *Register) Beat(ctx context.Context) {
 }
 
 // readFloors hands each replica its log's published trim floor, or the
-// error that kept it from being read (the replica then refuses
-// floor_unknown: a floor is never guessed). A floor published for another
+// error that kept it from being read (the replica refuses floor_unknown
+// once its reads have failed for statelog.FloorGrace: a floor is never
+// guessed). A floor published for another
 // stream or generation than the replica's rows is none of its business.
 func (r *Register) readFloors(ctx context.Context) (all bool) {
 	all = true
 	for _, rep := range r.cfg.Replicas {
-		f, ok, err := r.readFloor(ctx, rep.Domain())
+		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
 		if err != nil {
 			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
 			all = false
@@ -250,26 +251,6 @@ func (r *Register) readFloors(ctx context.Context) (all bool) {
 		rep.SetFloor(f.Through, nil)
 	}
 	return all
-}
-
-// readFloor reads a log's published floor, asking again while the read
-// fails for up to one heartbeat interval: a read that timed out once on a
-// loaded broker is slow, not unreadable, and a floor_unknown verdict stops
-// every read on the node. Only a floor that cannot be read for a whole
-// beat is reported unreadable; nothing read before is reused meanwhile.
-func (r *Register) readFloor(ctx context.Context, d engine.Domain) (Floor, bool, error) {
-	deadline := time.Now().Add(max(r.cfg.Interval, 3*time.Second))
-	for {
-		f, _, ok, err := r.floors.Read(ctx, d)
-		if err == nil || ctx.Err() != nil || !time.Now().Before(deadline) {
-			return f, ok, err
-		}
-		select {
-		case <-ctx.Done():
-			return f, ok, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // Floors is where the trim floors are published.

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,9 @@ type Cluster struct {
 	paused []chan struct{}
 }
 
+// clusterSeq numbers the clusters a test process starts.
+var clusterSeq atomic.Int64
+
 // StartCluster opens every node at once (each boot waits for the meta
 // leader, which needs a majority) and stops them when the test ends.
 func StartCluster(t testing.TB, opts Options) *Cluster {
@@ -70,6 +75,10 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	root := t.TempDir()
+	// A name of its own: two suites running at once on one machine pick
+	// their ports from the same free pool, and a route that reached the
+	// other suite's server under one shared name would join the clusters.
+	name := fmt.Sprintf("fleettest-%d-%d", os.Getpid(), clusterSeq.Add(1))
 	for i := 0; i < opts.Size; i++ {
 		var routes []string
 		for j := 0; j < opts.Size; j++ {
@@ -86,7 +95,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 			Stream: node.StreamConfig{
 				Replicas:    3,
 				ClusterWait: 90 * time.Second,
-				Cluster:     node.ClusterConfig{Name: "fleettest", Listen: ports[i], Routes: routes, Advertise: DeadAdvertise},
+				Cluster:     node.ClusterConfig{Name: name, Listen: ports[i], Routes: routes, Advertise: DeadAdvertise},
 			},
 		})
 		if opts.Size < 3 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/crewlet/crewlet/engine"
 )
@@ -23,26 +24,38 @@ import (
 // A record missing above the log's first sequence is a different thing:
 // a hole that will not close, which stops the applier for good.
 
-// floorState is the published floor as last read, and whether that read
-// failed (err non-nil: unknown, whatever was read before).
+// floorState is the published floor as last read (through, at readAt),
+// and the error of the last read when it failed.
 type floorState struct {
 	mu      sync.Mutex
 	through uint64
+	readAt  time.Time
 	err     error
 }
 
+// FloorGrace is how long a floor read that keeps failing is still
+// answered with the floor last read, before the node refuses
+// floor_unknown. A floor moves only when a trimmer publishes it, which
+// takes a majority of the floors' stream — the same majority whose loss
+// (a leader's election, 4 to 10 s) is what makes a read fail — and it
+// never moves past a live data node's own position, so for the length of
+// one trim interval the floor last read is the floor this node can be
+// held to. Past it, the floor is unknown and never guessed.
+const FloorGrace = time.Minute
+
 // SetFloor records the log's published trim floor (every record at or
 // below through is one the trim may have removed), or, with err, that the
-// floor could not be read: the replica's reads and writes then refuse
-// floor_unknown until a read succeeds.
+// floor could not be read: past FloorGrace of failed reads the replica's
+// reads and writes refuse floor_unknown until a read succeeds.
 func (r *Replica) SetFloor(through uint64, err error) {
+	now := r.cfg.Clock.Now()
 	r.floor.mu.Lock()
 	defer r.floor.mu.Unlock()
 	if err != nil {
 		r.floor.err = err
 		return
 	}
-	r.floor.through, r.floor.err = through, nil
+	r.floor.through, r.floor.readAt, r.floor.err = through, now, nil
 }
 
 // Floor is the published trim floor as last read, and the error of the
@@ -50,6 +63,10 @@ func (r *Replica) SetFloor(through uint64, err error) {
 func (r *Replica) Floor() (uint64, error) {
 	r.floor.mu.Lock()
 	defer r.floor.mu.Unlock()
+	if r.floor.err != nil && !r.floor.readAt.IsZero() && r.cfg.Clock.Now().Sub(r.floor.readAt) <= FloorGrace {
+		// Failing for less than the grace since the last good read.
+		return r.floor.through, nil
+	}
 	return r.floor.through, r.floor.err
 }
 

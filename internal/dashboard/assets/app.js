@@ -201,6 +201,15 @@ const views = {
     for (const [k, v] of Object.entries(a)) {
       if (Array.isArray(v) && !['logs', 'nodes'].includes(k)) out.push(h('h3', {}, k.replace(/_/g, ' ')), v.length ? figures(v) : h('p', { class: 'muted' }, 'None.'));
     }
+    out.push(h('h3', {}, 'Snapshots'));
+    try {
+      const s = await api('/api/v1/snapshots');
+      const rows = s.snapshots.map((m) => ({ taken_at: when(m.taken_at), donor: m.donor, size: m.size,
+        checkpoints: Object.entries(m.domains || {}).map(([d, p]) => d + ' ' + p.stream + '@' + p.generation + ':' + p.seq).join(', '), sha256: m.sha256 }));
+      out.push(rows.length ? figures(rows) : h('p', { class: 'muted' }, 'No snapshot yet: crewlet retention backup takes one, and the schedule does.'));
+    } catch (err) {
+      out.push(refusal(err));
+    }
     return out;
   },
 
