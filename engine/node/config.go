@@ -64,6 +64,10 @@ type Config struct {
 	// DeferralGrace is how long a retained record waits before the
 	// deferral alarm names it (default the seeds' 30 minutes).
 	DeferralGrace time.Duration
+	// ProgressEvery is how often a domain catching up with its log after
+	// the boot (a rebuild, a node back from a long stop) logs its progress
+	// (default 10 s).
+	ProgressEvery time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.

@@ -70,7 +70,8 @@ func (n *Node) openReplicas(ctx context.Context) error {
 		rc := statelog.Config{Node: cfg.Name, Generation: 1, DB: n.db, Log: d.log, Domain: d.spec.Domain,
 			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams, Compacted: d.spec.Compacted,
 			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout,
-			Metrics: n.metrics.Domain(string(name)), DeferralGrace: cfg.DeferralGrace, BelowFloor: n.snaps.held}
+			Metrics: n.metrics.Domain(string(name)), DeferralGrace: cfg.DeferralGrace, BelowFloor: n.snaps.held,
+			ProgressEvery: cfg.ProgressEvery}
 		if cfg.Hooks.WrapLog != nil {
 			rc.Log = cfg.Hooks.WrapLog(name, rc.Log)
 		}

@@ -24,6 +24,7 @@ const maxBatch = 512
 func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 	defer close(r.done)
 	c := r.sub.C()
+	progress := newReplay(cp.Seq, r.logEnd.Load(), r.cfg.ProgressEvery, time.Now())
 	batch := make([]Delivery, 0, maxBatch)
 	for {
 		batch = batch[:0]
@@ -58,6 +59,7 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 		}
 		if len(batch) > 0 {
 			r.cfg.Metrics.BatchApplied(time.Since(began))
+			progress.after(r.log, r.stream, cp.Seq, time.Now())
 		}
 		if last && len(c) == 0 {
 			return

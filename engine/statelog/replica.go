@@ -98,6 +98,10 @@ type Config struct {
 	// Compacted says the stream keeps one message per subject: a gap in
 	// it is the broker replacing an old value, not a hole (Spec.Compacted).
 	Compacted bool
+	// ProgressEvery is how often a replay after opening (catching up
+	// with the log's end as it stood then) logs its progress (default
+	// DefaultProgressEvery).
+	ProgressEvery time.Duration
 	// BelowFloor opens the replica held: no reader, no applier, every
 	// read and write refused below_floor, until Resume (its rows are to be
 	// replaced by a peer's snapshot).
