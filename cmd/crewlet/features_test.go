@@ -18,6 +18,20 @@ import (
 	"github.com/crewlet/crewlet/tools"
 )
 
+// started listens for c's notifications, starts it (closed when the test
+// ends), runs the classic checks and seeds project key with one item.
+func started(ctx context.Context, t *testing.T, c *client.Client, key string) *mcptest.Notes {
+	t.Helper()
+	t.Cleanup(func() { c.Close() })
+	notes := mcptest.Listen(c)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	classic(t, c)
+	seedTracker(t, c, key)
+	return notes
+}
+
 // classic initializes c on the classic protocol (2025-11-25), the one
 // with sessions: logging/setLevel and resources/subscribe live there
 // (mcp-go's client would otherwise take the stateless 2026-07-28 one).
@@ -61,15 +75,9 @@ func TestMCPFeaturesGoClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close() })
-		notes := mcptest.Listen(c)
 		// The transport is running already; Start hands its
 		// notifications to the client's handlers.
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		classic(t, c)
-		seedTracker(t, c, "STD")
+		notes := started(ctx, t, c, "STD")
 		mcptest.CheckFeatures(ctx, t, c, notes, mcptest.Features{Project: "STD", Item: "STD-1", Logging: true,
 			Update: func() { Call(t, c, "update_work_item", map[string]any{"key": "STD-1", "status": "in_progress"}) }})
 	})
@@ -81,13 +89,7 @@ func TestMCPFeaturesGoClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close() })
-		notes := mcptest.Listen(c)
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		classic(t, c)
-		seedTracker(t, c, "OPR")
+		notes := started(ctx, t, c, "OPR")
 		// The write comes through another client: the applier, not the
 		// call, is what tells the subscriber.
 		other := s.HTTPClient(t)

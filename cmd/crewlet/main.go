@@ -5,9 +5,14 @@
 //	crewlet mcp       MCP over stdio for one assistant, on an embedded node
 //	                  (--data) or against a running one (--node URL)
 //	crewlet validate  check a config file and say what it cannot check
+//	crewlet retention replication status and operations on a running node
+//	                  (status, set-capacity, backup, verify-restore)
+//	crewlet bench     the same workloads against Crewlet and rqlite
+//	                  (internal/peerbench), side by side
 //
-// This package only wires flags to config to the engine and the MCP layer;
-// it holds no logic of its own.
+// This package only wires flags to config to the engine, the MCP layer
+// and the HTTP edge; the one thing it does itself is start the child
+// processes crewlet bench measures.
 package main
 
 import (

@@ -367,30 +367,38 @@ func checkReport(t *testing.T, want []string, planned []step, rep report) {
 // runHarness runs harness.mjs on p with node and returns its report.
 func runHarness(t *testing.T, dir string, p plan) report {
 	t.Helper()
+	var rep report
+	runNodeScript(t, dir, "harness.mjs", p.SDK, p, &rep)
+	return rep
+}
+
+// runNodeScript runs `node script plan.json` in dir with p as the plan and
+// decodes the JSON report it prints on stdout into rep; the script's
+// stderr (the stdio child's logs among it) is shown when the test fails.
+func runNodeScript(t *testing.T, dir, script, sdk string, p, rep any) {
+	t.Helper()
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	if err := os.WriteFile(planFile, []byte(mustJSON(p)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), harnessTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "harness.mjs", planFile)
+	cmd := exec.CommandContext(ctx, "node", script, planFile)
 	cmd.Dir = dir
 	var stdout bytes.Buffer
 	stderr := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node harness.mjs (%s): %v\nstdout:\n%s\nstderr:\n%s", p.SDK, err, stdout.String(), tail(stderr.String()))
+		t.Fatalf("node %s (%s): %v\nstdout:\n%s\nstderr:\n%s", script, sdk, err, stdout.String(), tail(stderr.String()))
 	}
-	var rep report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("harness report: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String()))
+	if err := json.Unmarshal(stdout.Bytes(), rep); err != nil {
+		t.Fatalf("%s report: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), tail(stderr.String()))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s harness stderr (the stdio child's logs among it):\n%s", p.SDK, tail(stderr.String()))
+			t.Logf("%s %s stderr (the stdio child's logs among it):\n%s", sdk, script, tail(stderr.String()))
 		}
 	})
-	return rep
 }
 
 func tail(s string) string {

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,26 +73,10 @@ func TestTypeScriptSDKFeatures(t *testing.T) {
 // that did not pass, or one that did not run.
 func runFeatures(t *testing.T, dir string, p featuresPlan) {
 	t.Helper()
-	planFile := filepath.Join(t.TempDir(), "plan.json")
-	if err := os.WriteFile(planFile, []byte(mustJSON(p)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), harnessTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "features.mjs", planFile)
-	cmd.Dir = dir
-	var stdout bytes.Buffer
-	stderr := &SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node features.mjs (%s): %v\nstdout:\n%s\nstderr:\n%s", p.SDK, err, stdout.String(), tail(stderr.String()))
-	}
 	var rep featuresReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("features report: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String()))
-	}
+	runNodeScript(t, dir, "features.mjs", p.SDK, p, &rep)
 	if rep.Fatal != "" {
-		t.Fatalf("%s: %s\nstderr:\n%s", p.SDK, rep.Fatal, tail(stderr.String()))
+		t.Fatalf("%s: %s", p.SDK, rep.Fatal)
 	}
 	want := []string{"annotations", "resources/templates/list", "resources/list", "resources/read", "completion/complete", "prompts"}
 	if p.Sessions {

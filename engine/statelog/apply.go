@@ -356,15 +356,10 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	*rows++ // the record's own rows, at the least
-	if isNodeGate(rec.Kind) {
-		// The framework's own record: the node gate, on every domain.
-		if _, err := r.applyNodeGate(ctx, tx, rec, d.Seq); err != nil {
+	if apply, ok := frameworkApply[rec.Kind]; ok {
+		if err := apply(r, ctx, tx, rec, d.Seq); err != nil {
 			return false, nil, err
 		}
-		r.gateChanged.Store(true)
-	} else if rec.Kind == KindCapacity {
-		// Nothing to apply: the broker holds the ceiling; the record is
-		// the audit trail's (below).
 	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
 		return false, nil, err
 	}

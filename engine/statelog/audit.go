@@ -40,14 +40,11 @@ type AuditedDomain interface {
 	Audited() []string
 }
 
-// frameworkAudited are the framework's own gestures: the node gates.
-var frameworkAudited = []string{KindEvict, KindReadmit, KindCapacity}
-
+// audited says rec's kind is on the trail: every framework record (a node
+// gate, a capacity change) and the domain's audited kinds (a purge).
 func (r *Replica) audited(kind string) bool {
-	for _, k := range frameworkAudited {
-		if k == kind {
-			return true
-		}
+	if isFramework(kind) {
+		return true
 	}
 	if ad, ok := r.cfg.Domain.(AuditedDomain); ok {
 		for _, k := range ad.Audited() {

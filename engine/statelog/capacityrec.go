@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
 )
 
 // KindCapacity is the framework's record of a change to its log's byte
@@ -34,6 +35,24 @@ func (r *Replica) RecordCapacity(ctx context.Context, op Op, before, maxBytes in
 	})
 }
 
-// isFramework says a record is the framework's own (a node gate or a
-// capacity change) rather than the domain's.
-func isFramework(kind string) bool { return isNodeGate(kind) || kind == KindCapacity }
+// frameworkApply applies the framework's own records, which no domain
+// knows: a node gate (on every log) and a capacity change (nothing to
+// apply: the broker holds the ceiling, and the audit row is written for
+// every audited kind alike). Every kind here is on the audit trail.
+var frameworkApply = map[string]func(r *Replica, ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) error{
+	KindEvict:    applyGate,
+	KindReadmit:  applyGate,
+	KindCapacity: func(*Replica, context.Context, *sql.Tx, *record.Record, uint64) error { return nil },
+}
+
+func applyGate(r *Replica, ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) error {
+	if _, err := r.applyNodeGate(ctx, tx, rec, seq); err != nil {
+		return err
+	}
+	r.gateChanged.Store(true)
+	return nil
+}
+
+// isFramework says a record is the framework's own rather than the
+// domain's.
+func isFramework(kind string) bool { _, ok := frameworkApply[kind]; return ok }
