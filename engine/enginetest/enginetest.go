@@ -162,6 +162,24 @@ func LastWrite(t testing.TB, n *node.Node, d engine.Domain) uint64 {
 	return 0
 }
 
+// Retried makes a write again while it is refused behind — the refusal
+// the seeds say to wait out ("it clears on its own"), which a loaded
+// machine produces when a write's decision waits for this node's own last
+// write longer than the read budget — sleeping the refusal's hint between
+// attempts, for up to the two minutes Landed waits. Any other answer is
+// returned as it is.
+func Retried(write func() (engine.WriteResult, error)) (engine.WriteResult, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		w, err := write()
+		ref, ok := engine.AsRefusal(err)
+		if !ok || ref.Code != engine.CodeBehind || time.Now().After(deadline) {
+			return w, err
+		}
+		time.Sleep(max(time.Duration(ref.RetryAfter*float64(time.Second)), 100*time.Millisecond))
+	}
+}
+
 // Landed waits for a write that answered pending to be applied on n, so a
 // test that needs its rows asserts what the seeds promise (durable, applied
 // later) rather than what a quiet machine does (applied within the write
