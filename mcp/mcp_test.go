@@ -163,8 +163,8 @@ func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 		if *a.DestructiveHint != destructiveTools[name] || *a.OpenWorldHint {
 			t.Errorf("%s: destructive=%v (want %v) or open-world", name, *a.DestructiveHint, destructiveTools[name])
 		}
-		if tool.InputSchema.AdditionalProperties != false {
-			t.Errorf("%s: input schema not closed: %v", name, tool.InputSchema.AdditionalProperties)
+		if tool.OutputSchema.Type != "object" {
+			t.Errorf("%s: output schema %+v, want an object's", name, tool.OutputSchema)
 		}
 	}
 	if len(list.Tools) != len(allTools) {

@@ -15,27 +15,33 @@ import (
 const seatCatalogueBudget = 5000
 
 // catalogueBytes is the size of what a model reads of a toolset: each
-// tool's name, description, input schema and output schema, as JSON. The
-// annotations are hints for the client, not text for the model, and are
-// left out (TestSeatCatalogue logs the tools/list size with them too).
+// tool's name, description, input schema and output schema, as JSON, as
+// tools/list sends them (the wire form, so a raw output schema counts as
+// sent). The annotations are hints for the client, not text for the
+// model, and are left out (TestSeatCatalogue logs the tools/list size with
+// them too).
 func catalogueBytes(t *testing.T, d Deps) (model, wire int) {
 	t.Helper()
 	for _, st := range Set(d) {
-		b, err := json.Marshal(struct {
-			Name         string `json:"name"`
-			Description  string `json:"description"`
-			InputSchema  any    `json:"inputSchema"`
-			OutputSchema any    `json:"outputSchema"`
-		}{st.Tool.Name, st.Tool.Description, st.Tool.InputSchema, st.Tool.OutputSchema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		model += len(b)
 		full, err := json.Marshal(st.Tool)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wire += len(full)
+		var sent struct {
+			Name         string          `json:"name"`
+			Description  string          `json:"description"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if err := json.Unmarshal(full, &sent); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model += len(b)
 	}
 	return model, wire
 }

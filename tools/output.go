@@ -1,49 +1,37 @@
 package tools
 
 import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// outputSchema is T's output schema (mcp.WithOutputSchema[T], so it cannot
-// drift from the answer struct) cut to its top level: every property keeps
-// its name and JSON type, nested objects and arrays lose their inner
-// schemas. The seat catalogue must stay under 5 000 tokens with every
-// tool in it, and the nested schemas (a work item's twenty fields, a read's
-// position and lag, repeated on every tool) were over half of it; the tool
-// descriptions name the fields a caller acts on instead.
+// objectSchema is every tool's output schema: the answer is a JSON object.
+var objectSchema = json.RawMessage(`{"type":"object"}`)
+
+// outputSchema declares that a tool answers structured content, a JSON
+// object (T, the answer struct). It says no more than that, on purpose:
+//   - a client needs the schema to know structured content comes and to
+//     validate it (the official TypeScript SDK 1.x validates every
+//     structuredContent against it); an object schema is what the MCP
+//     specification requires of an output schema and what every answer
+//     meets, and a refusal carries no structured content (result.go);
+//   - a model reads the answer itself: the text content is the same object
+//     as JSON, with its field names, and the tool descriptions name the
+//     fields a caller acts on (the version for if_match, next_cursor, the
+//     steps). The properties and their types, even cut to the top level,
+//     were over a quarter of the seat catalogue's 5 000-token budget
+//     (TestSeatCatalogue) and told a model nothing the answer does not.
+//
+// T must be a struct, so its JSON is an object; a tool built with another
+// T is a programming error caught when the catalogue is built.
 func outputSchema[T any]() mcp.ToolOption {
-	var full mcp.Tool
-	mcp.WithOutputSchema[T]()(&full)
-	props := make(map[string]any, len(full.OutputSchema.Properties))
-	for name, v := range full.OutputSchema.Properties {
-		prop := map[string]any{}
-		if m, ok := v.(map[string]any); ok && m["type"] != nil {
-			prop["type"] = nonNull(m["type"])
-		}
-		props[name] = prop
+	if k := reflect.TypeFor[T]().Kind(); k != reflect.Struct {
+		panic(fmt.Sprintf("outputSchema: the answer type %v is a %v, not a struct; an answer must be a JSON object", reflect.TypeFor[T](), k))
 	}
 	return func(t *mcp.Tool) {
-		t.OutputSchema = mcp.ToolOutputSchema{Type: "object", Properties: props, Required: full.OutputSchema.Required}
+		t.RawOutputSchema = objectSchema
 	}
-}
-
-// nonNull drops "null" from a ["null", T] type. The answers never hold a
-// null at their top level: pointers and optional lists are omitempty, and
-// the handlers answer an empty list as [] (see the nil checks before
-// Answer).
-func nonNull(t any) any {
-	list, ok := t.([]any)
-	if !ok {
-		return t
-	}
-	var keep []any
-	for _, x := range list {
-		if x != "null" {
-			keep = append(keep, x)
-		}
-	}
-	if len(keep) == 1 {
-		return keep[0]
-	}
-	return keep
 }

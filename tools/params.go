@@ -46,8 +46,9 @@ type param struct {
 	required bool
 	desc     string
 	// Strings: maxBytes bounds the UTF-8 length and every string has one
-	// (TestEveryTextArgumentIsBounded), stated in the schema as maxLength
-	// so a model sees it; nonEmpty refuses ""; enum restricts the value;
+	// (TestEveryLimitIsRefused; the parser enforces it, the schema does
+	// not state it: see schemaOptions); nonEmpty refuses ""; enum
+	// restricts the value;
 	// long marks text that may span lines (descriptions, bodies,
 	// comments), where line breaks and tabs are allowed. Every string is
 	// checked in one place (checkText).
@@ -64,12 +65,24 @@ type param struct {
 	itemKeys bool
 }
 
-// schemaOptions turns params into mcp-go tool options. The input schema
-// is closed (additionalProperties false). maxLength counts characters while
-// the engine's limits count bytes, so the schema states the byte limit as
-// an upper bound and the parser checks bytes.
+// schemaOptions turns params into mcp-go tool options: each argument's
+// name, JSON type, description, enum, whether it is required, and an
+// integer's range where it is not simply "a whole number" (a minimum above
+// 0, a maximum). That is what a model needs to make a call; the rest is
+// the parser's to enforce, not the catalogue's to spend tokens on (the seat
+// catalogue has a 5 000-token budget, TestSeatCatalogue):
+//   - string byte limits (maxBytes) and non-empty checks are not stated as
+//     maxLength/minLength: the limits are far above what the descriptions
+//     invite (a title of 512 bytes, a body of 64 KiB), the ones a model
+//     chooses a value against (project and space keys) are in the
+//     description, and a value over a limit is refused invalid_argument
+//     with a sentence naming the limit (TestEveryLimitIsRefused);
+//   - no additionalProperties:false: an unknown argument is refused with a
+//     sentence naming the arguments the tool takes (parseArgs);
+//   - no maxItems: a list over its length is refused with a sentence
+//     saying to split the change (parseList).
 func schemaOptions(params []param) []mcp.ToolOption {
-	opts := make([]mcp.ToolOption, 0, len(params)+1)
+	opts := make([]mcp.ToolOption, 0, len(params))
 	for _, p := range params {
 		var po []mcp.PropertyOption
 		po = append(po, mcp.Description(p.desc))
@@ -78,18 +91,14 @@ func schemaOptions(params []param) []mcp.ToolOption {
 		}
 		switch p.kind {
 		case kindString:
-			if p.nonEmpty {
-				po = append(po, mcp.MinLength(1))
-			}
-			if p.maxBytes > 0 {
-				po = append(po, mcp.MaxLength(p.maxBytes))
-			}
 			if len(p.enum) > 0 {
 				po = append(po, mcp.Enum(p.enum...))
 			}
 			opts = append(opts, mcp.WithString(p.name, po...))
 		case kindInteger:
-			po = append(po, mcp.Min(float64(p.min)))
+			if p.min > 0 {
+				po = append(po, mcp.Min(float64(p.min)))
+			}
 			if p.max > 0 {
 				po = append(po, mcp.Max(float64(p.max)))
 			}
@@ -98,7 +107,6 @@ func schemaOptions(params []param) []mcp.ToolOption {
 			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
 		}
 	}
-	opts = append(opts, mcp.WithSchemaAdditionalProperties(false))
 	return opts
 }
 

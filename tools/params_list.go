@@ -17,34 +17,26 @@ import (
 // maxEdgeKind bounds an edge's kind before the enum check names it.
 const maxEdgeKind = 32
 
-// listSchema is the schema of a list argument's items and its length.
+// listSchema is the schema of a list argument's items: their type, an
+// edge's fields and the enums. Lengths and counts are the parser's to
+// enforce (see schemaOptions).
 func listSchema(p param) []mcp.PropertyOption {
-	var po []mcp.PropertyOption
-	if p.maxItems > 0 {
-		po = append(po, mcp.MaxItems(p.maxItems))
-	}
 	if p.kind == kindEdges {
 		kindSchema := map[string]any{"type": "string"}
 		if len(p.enum) > 0 {
 			kindSchema["enum"] = p.enum
 		}
-		return append(po, mcp.Items(map[string]any{
-			"type":                 "object",
-			"properties":           map[string]any{"kind": kindSchema, "key": map[string]any{"type": "string", "maxLength": maxItemKey}},
-			"required":             []string{"kind", "key"},
-			"additionalProperties": false,
-		}))
+		return []mcp.PropertyOption{mcp.Items(map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"kind": kindSchema, "key": map[string]any{"type": "string"}},
+			"required":   []string{"kind", "key"},
+		})}
 	}
-	// Each string's length bound is stated, as on every text argument:
-	// a model reads the schema, not the parser.
 	item := map[string]any{"type": "string"}
-	if p.maxBytes > 0 {
-		item["maxLength"] = p.maxBytes
-	}
 	if len(p.enum) > 0 {
 		item["enum"] = p.enum
 	}
-	return append(po, mcp.Items(item))
+	return []mcp.PropertyOption{mcp.Items(item)}
 }
 
 // parseList reads a list argument: a JSON array whose every item passes

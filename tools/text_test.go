@@ -1,11 +1,11 @@
 package tools
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
@@ -120,43 +120,73 @@ func TestQuote(t *testing.T) {
 	}
 }
 
-// TestEveryTextArgumentIsBounded: on every surface, every string in every
-// tool's input schema (list items and edge fields included) states its
-// bound, maxLength or an enum, so a model sees it before the parser
-// refuses.
-func TestEveryTextArgumentIsBounded(t *testing.T) {
+// TestEveryLimitIsRefused: on every surface, every string argument of
+// every tool (list items and edge keys included) has a limit the parser
+// enforces, though the schema no longer states it (schemaOptions): a
+// value of 1 MiB, over every limit the engine has, is refused
+// invalid_argument with a sentence naming the argument, before any
+// service is reached (the services here are nil).
+func TestEveryLimitIsRefused(t *testing.T) {
+	huge := strings.Repeat("a", 1<<20)
+	checked := 0
 	for _, d := range []Deps{
 		{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil)}},
 		{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil)}},
 	} {
+		tools := map[string]server.ServerTool{}
 		for _, st := range Set(d) {
+			tools[st.Tool.Name] = st
+		}
+		for _, st := range tools {
 			for name, prop := range st.Tool.InputSchema.Properties {
-				checkBounded(t, fmt.Sprintf("%s %s.%s", d.Surface, st.Tool.Name, name), prop)
+				m := prop.(map[string]any)
+				if m["enum"] != nil {
+					continue
+				}
+				var v any
+				switch {
+				case m["type"] == "string":
+					v = huge
+				case m["type"] == "array" && m["items"].(map[string]any)["type"] == "object":
+					v = []any{map[string]any{"kind": "x", "key": huge}}
+				case m["type"] == "array" && m["items"].(map[string]any)["enum"] == nil:
+					v = []any{huge}
+				default:
+					continue
+				}
+				in := requiredFilled(st.Tool)
+				in[name] = v
+				checked++
+				res := call(t, tools, st.Tool.Name, mustJSON(in))
+				r, ok := RefusalOf(res)
+				msg, _ := r["message"].(string)
+				if !ok || r["refused"] != string(engine.CodeInvalidArgument) || !strings.Contains(msg, name) {
+					t.Errorf("%s %s.%s of 1 MiB: %v, want invalid_argument naming it", d.Surface, st.Tool.Name, name, r)
+				}
 			}
 		}
 	}
+	t.Logf("%d string arguments refused over their limits", checked)
+	if checked < 50 {
+		t.Fatalf("only %d string arguments checked", checked)
+	}
 }
 
-func checkBounded(t *testing.T, where string, schema any) {
-	t.Helper()
-	m, ok := schema.(map[string]any)
-	if !ok {
-		t.Errorf("%s: schema %T", where, schema)
-		return
-	}
-	switch m["type"] {
-	case "string":
-		if m["maxLength"] == nil && m["enum"] == nil {
-			t.Errorf("%s: a string with neither maxLength nor enum", where)
-		}
-	case "array":
-		checkBounded(t, where+"[]", m["items"])
-	case "object":
-		props, _ := m["properties"].(map[string]any)
-		for k, v := range props {
-			checkBounded(t, where+"."+k, v)
+// requiredFilled is a tool's required arguments, each a short value of
+// its type, so a call gets past the missing-argument check.
+func requiredFilled(tool mcp.Tool) map[string]any {
+	out := map[string]any{}
+	for _, name := range tool.InputSchema.Required {
+		switch tool.InputSchema.Properties[name].(map[string]any)["type"] {
+		case "integer":
+			out[name] = 1
+		case "array":
+			out[name] = []any{}
+		default:
+			out[name] = "X"
 		}
 	}
+	return out
 }
 
 // The text checks are the parser's, not a side effect of a tool: a

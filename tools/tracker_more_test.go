@@ -273,32 +273,3 @@ func TestGestureAnswers(t *testing.T) {
 		t.Errorf("internal after steps %v", m)
 	}
 }
-
-// TestOutputSchemaIsTheAnswersTopLevel: every property an answer can hold
-// is in its tool's output schema, and every property of the schema is one
-// the answer struct has.
-func TestOutputSchemaIsTheAnswersTopLevel(t *testing.T) {
-	answers := map[string]any{
-		NameCreateWorkItem:  tracker.ItemWrite{Item: &tracker.WorkItem{}, Steps: []tracker.Step{{}}, OneSided: []string{"x"}, WriteResult: engine.WriteResult{Position: "p", Lag: &engine.Lag{}, Message: "m"}},
-		NameSearchWorkItems: tracker.SearchResult{ReadInfo: engine.ReadInfo{Lag: &engine.Lag{}, Incomplete: &engine.Incomplete{}, Note: "n"}},
-		NamePurgeWorkItem:   tracker.PurgeResult{WriteResult: engine.WriteResult{Position: "p", Lag: &engine.Lag{}, Message: "m"}},
-	}
-	tools := operatorTools(t, &fakeTracker{}, nil)
-	for name, ans := range answers {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(mustJSON(ans)), &m); err != nil {
-			t.Fatal(err)
-		}
-		props := tools[name].Tool.OutputSchema.Properties
-		for k := range m {
-			if _, ok := props[k]; !ok {
-				t.Errorf("%s: answer field %q is not in the output schema", name, k)
-			}
-		}
-		for k := range props {
-			if _, ok := m[k]; !ok {
-				t.Errorf("%s: schema property %q is not in the answer", name, k)
-			}
-		}
-	}
-}
