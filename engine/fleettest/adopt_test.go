@@ -41,6 +41,9 @@ func startAdoptRig(t *testing.T) *adoptRig {
 		cfg.Retention.BackupOff = true
 		if i == 2 {
 			cfg.Retention.AdoptWait = time.Second
+			// Every chunk of a download past the first nanosecond logs
+			// its progress, so even a small artefact shows the line.
+			cfg.ProgressEvery = 1
 			cfg.Hooks.Adopting = func(donor string) error {
 				if r.refuse.Load() {
 					return fmt.Errorf("the test keeps n3 from %s", donor)
@@ -127,6 +130,7 @@ func (r *adoptRig) adopted(t *testing.T, since int) string {
 	if _, err := fmt.Sscanf(donor, "n%d", &idx); err != nil || idx < 1 || idx > 2 {
 		t.Fatalf("adopted from %q: %v", donor, a)
 	}
+	downloaded(t, r.recs[2], a)
 	for _, s := range r.recs[idx-1].Lines(snapshot.EvSnapshotSent) {
 		if s.Attrs["sha256"] == a["sha256"] && s.Attrs["to"] == "n3" && s.Attrs["component"] == engine.ComponentStatelog {
 			return donor
@@ -134,6 +138,36 @@ func (r *adoptRig) adopted(t *testing.T, since int) string {
 	}
 	t.Fatalf("%s logged no statelog_snapshot_sent to n3 with sha256 %v", donor, a["sha256"])
 	return ""
+}
+
+// downloaded checks n3 logged the download of the artefact it adopted
+// (adopted, its statelog_adopted attributes): statelog_adopt_progress
+// lines of component statelog naming it, the bytes growing to its size,
+// the last one at 100 %.
+func downloaded(t *testing.T, rec *enginetest.Recorder, adopted map[string]any) {
+	t.Helper()
+	var prev float64
+	var last map[string]any
+	for _, l := range rec.Lines(snapshot.EvAdoptProgress) {
+		if l.Attrs["name"] != adopted["name"] {
+			continue
+		}
+		if l.Attrs["component"] != engine.ComponentStatelog || l.Attrs["donor"] != adopted["donor"] {
+			t.Errorf("progress line %v", l.Attrs)
+		}
+		var done float64
+		if _, err := fmt.Sscan(fmt.Sprint(l.Attrs["bytes_done"]), &done); err != nil || done < prev {
+			t.Errorf("bytes_done went back from %v: %v", prev, l.Attrs)
+		}
+		prev, last = done, l.Attrs
+	}
+	if last == nil {
+		t.Fatalf("n3 logged no %s for %v", snapshot.EvAdoptProgress, adopted["name"])
+	}
+	size := fmt.Sprint(adopted["size"])
+	if fmt.Sprint(last["bytes_total"]) != size || fmt.Sprint(last["bytes_done"]) != size || fmt.Sprint(last["percent"]) != "100" {
+		t.Errorf("the last progress line %v, want every byte of %v (100 %%)", last, adopted["size"])
+	}
 }
 
 // reboot stops n3, lets run happen while it is down, and starts it again.

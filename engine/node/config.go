@@ -65,8 +65,8 @@ type Config struct {
 	// deferral alarm names it (default the seeds' 30 minutes).
 	DeferralGrace time.Duration
 	// ProgressEvery is how often a domain catching up with its log after
-	// the boot (a rebuild, a node back from a long stop) logs its progress
-	// (default 10 s).
+	// the boot (a rebuild, a node back from a long stop) logs its progress,
+	// and how often an adoption's snapshot download does (default 10 s).
 	ProgressEvery time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig

@@ -287,7 +287,7 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 		wait = DefaultAdoptWait
 	}
 	_, err = snapshot.Adopt(ctx, snapshot.AdoptConfig{Conn: n.broker.Conn, Node: n.cfg.Name, Repo: n.snaps.store,
-		Floors: floors, DBPath: path, Wait: wait, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting})
+		Floors: floors, DBPath: path, Wait: wait, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting, ProgressEvery: n.cfg.ProgressEvery})
 	if err != nil {
 		// Open anyway, held: reads and writes refuse below_floor, and the
 		// node goes on asking (adoptLoop).
@@ -351,7 +351,7 @@ func (n *Node) adoptHeld(ctx context.Context) error {
 	}
 	path := filepath.Join(n.cfg.DataDir, sqlite.FileName)
 	_, err = snapshot.Adopt(ctx, snapshot.AdoptConfig{Conn: n.broker.Conn, Node: n.cfg.Name, Repo: n.snaps.store,
-		Floors: floors, DBPath: path, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting,
+		Floors: floors, DBPath: path, Logger: n.cfg.Logger, Hook: n.cfg.Hooks.Adopting, ProgressEvery: n.cfg.ProgressEvery,
 		Install: func(src string) error { return snapshot.RestoreInto(ctx, n.db, src) }})
 	if err != nil {
 		return err

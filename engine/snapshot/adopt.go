@@ -38,7 +38,10 @@ type AdoptConfig struct {
 	Hook func(donor string) error
 	// OfferWindow is how long each round gathers offers (default 1 s).
 	OfferWindow time.Duration
-	Logger      *slog.Logger
+	// ProgressEvery is how often the download logs its progress
+	// (EvAdoptProgress; default DefaultProgressEvery).
+	ProgressEvery time.Duration
+	Logger        *slog.Logger
 }
 
 // Adopt asks the fleet for a snapshot covering every floor, installs the
@@ -92,7 +95,7 @@ func adoptRound(ctx context.Context, cfg AdoptConfig, window time.Duration, log 
 			m, err = Ask(ctx, cfg.Conn, donor, cfg.Node)
 		}
 		if err == nil {
-			err = fetchInstall(ctx, cfg, m)
+			err = fetchInstall(ctx, cfg, m, log)
 		}
 		var ce *CorruptError
 		if errors.As(err, &ce) {
@@ -108,12 +111,18 @@ func adoptRound(ctx context.Context, cfg AdoptConfig, window time.Duration, log 
 
 // fetchInstall fetches m's artefact beside the database, verifies it and
 // installs it.
-func fetchInstall(ctx context.Context, cfg AdoptConfig, m Manifest) error {
+func fetchInstall(ctx context.Context, cfg AdoptConfig, m Manifest, log *slog.Logger) error {
 	if !m.Covers(cfg.Floors) {
 		return fmt.Errorf("snapshot %s from %s does not reach every log's first sequence", m.Name, m.Donor)
 	}
 	tmp := cfg.DBPath + ".adopting"
-	if err := cfg.Repo.Fetch(ctx, m, tmp); err != nil {
+	var err error
+	if pf, ok := cfg.Repo.(ProgressFetcher); ok {
+		err = pf.FetchProgress(ctx, m, tmp, adoptProgress(log, m, cfg.ProgressEvery))
+	} else {
+		err = cfg.Repo.Fetch(ctx, m, tmp)
+	}
+	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp) // gone already once renamed into place

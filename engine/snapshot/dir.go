@@ -34,7 +34,7 @@ func (d Dir) Put(ctx context.Context, m Manifest, path string) error {
 		return err
 	}
 	base := d.base(m)
-	if err := copyFile(path, base+".db"); err != nil {
+	if err := copyFile(path, base+".db", nil); err != nil {
 		return fmt.Errorf("snapshot: put %s in %s: %w", m.Name, d.Path, err)
 	}
 	tmp := base + ".json.tmp"
@@ -85,7 +85,13 @@ func (d Dir) List(ctx context.Context) ([]Manifest, error) {
 
 // Fetch copies m's artefact to dst and verifies it.
 func (d Dir) Fetch(ctx context.Context, m Manifest, dst string) error {
-	if err := copyFile(d.base(m)+".db", dst); err != nil {
+	return d.FetchProgress(ctx, m, dst, nil)
+}
+
+// FetchProgress is Fetch telling progress (nil: nobody) the bytes copied
+// so far and the artefact's size.
+func (d Dir) FetchProgress(ctx context.Context, m Manifest, dst string, progress Progress) error {
+	if err := copyFile(d.base(m)+".db", dst, &counting{total: m.Size, progress: progress}); err != nil {
 		os.Remove(dst)
 		return fmt.Errorf("snapshot: fetch %s from %s: %w", m.Name, d.Path, err)
 	}
@@ -105,8 +111,9 @@ func (d Dir) Reached(ctx context.Context) (map[string]uint64, error) {
 	return reached(ms), nil
 }
 
-// copyFile copies src to dst (owner-only) and syncs it.
-func copyFile(src, dst string) error {
+// copyFile copies src to dst (owner-only) and syncs it, through count
+// when it is not nil (its writer is set to dst).
+func copyFile(src, dst string, count *counting) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -116,7 +123,12 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	var w io.Writer = out
+	if count != nil {
+		count.w = out
+		w = count
+	}
+	if _, err := io.Copy(w, in); err != nil {
 		out.Close()
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -125,11 +126,17 @@ func (o *ObjectStore) List(ctx context.Context) ([]Manifest, error) {
 
 // Fetch downloads m's artefact to dst and verifies it against m.
 func (o *ObjectStore) Fetch(ctx context.Context, m Manifest, dst string) error {
+	return o.FetchProgress(ctx, m, dst, nil)
+}
+
+// FetchProgress is Fetch telling progress (nil: nobody) the bytes written
+// so far and the artefact's size as the download goes.
+func (o *ObjectStore) FetchProgress(ctx context.Context, m Manifest, dst string, progress Progress) error {
 	s, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	err = s.GetFile(ctx, m.Name, dst)
+	err = o.download(ctx, s, m, dst, progress)
 	if errors.Is(err, jetstream.ErrDigestMismatch) {
 		os.Remove(dst)
 		return &CorruptError{Name: m.Name, Want: m.SHA256, Got: "(the object store's own digest differs)"}
@@ -143,6 +150,25 @@ func (o *ObjectStore) Fetch(ctx context.Context, m Manifest, dst string) error {
 		return err
 	}
 	return nil
+}
+
+// download streams the object to dst (what GetFile does) through a
+// counter, so progress sees the bytes as they land.
+func (o *ObjectStore) download(ctx context.Context, s jetstream.ObjectStore, m Manifest, dst string, progress Progress) error {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := s.Get(ctx, m.Name)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	if _, err := io.Copy(&counting{w: f, total: m.Size, progress: progress}, res); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // Reached is the highest checkpoint per domain any stored snapshot covers.
