@@ -181,7 +181,7 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp
 	api.Handle("/operator/mcp", operatorMCP)
 	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), opts))
 	api.Handle("GET /metrics", n.MetricsHandler())
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()})...), Logger: logger}))
+	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()}, n.BackupProgress())...), Logger: logger}))
 	snapshot.Mount(api, n, logger)
 	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
 	operator.MountCapacity(api, n, logger)

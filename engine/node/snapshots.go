@@ -63,9 +63,13 @@ type snapshots struct {
 	// closes when it ends) goes on asking.
 	held    bool
 	adopted chan struct{}
+	// running is the take under way, or the last one, for
+	// GET /api/v1/progress.
+	running snapshot.Running
 }
 
 func (n *Node) openSnapshots() {
+	n.snaps.running.Node = n.cfg.Name
 	n.snaps.store = snapshot.NewObjectStore(n.broker.JS, max(n.cfg.Stream.Replicas, 1))
 	n.snaps.repo = n.snaps.store
 	if d := n.cfg.Retention.SnapshotDir; d != "" {
@@ -91,17 +95,21 @@ func (n *Node) Backup(ctx context.Context, progress snapshot.Progress) (snapshot
 
 // takeInto takes a snapshot and puts it in repo, logging progress on long
 // copies (statelog_snapshot_progress) and statelog_snapshot_taken.
-func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bool, progress snapshot.Progress) (snapshot.Manifest, error) {
+func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bool, progress snapshot.Progress) (m snapshot.Manifest, err error) {
 	n.snaps.mu.Lock()
 	defer n.snaps.mu.Unlock()
 	log := n.cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog)
 	start := time.Now()
+	run := &n.snaps.running
+	run.Start(start.UTC())
+	defer func() { run.End(time.Now().UTC(), err) }()
 	lastLog := start
 	report := func(done, total int64) {
 		if now := time.Now(); now.Sub(lastLog) >= 2*time.Second {
 			lastLog = now
 			log.Info(snapshot.EvSnapshotProgress, "done_pages", done, "total_pages", total, "percent", percent(done, total))
 		}
+		run.Step(done, total)
 		if progress != nil {
 			progress(done, total)
 		}
@@ -111,6 +119,7 @@ func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bo
 		return m, err
 	}
 	defer os.Remove(path)
+	run.Storing(m.Name)
 	if h := n.cfg.Hooks.SnapshotArtefact; h != nil {
 		if err := h(path); err != nil {
 			return m, err
@@ -122,6 +131,12 @@ func (n *Node) takeInto(ctx context.Context, repo snapshot.Repository, hashes bo
 	log.Info(snapshot.EvSnapshotTaken, "name", m.Name, "sha256", m.SHA256, "taken_at", m.TakenAt, "size", m.Size,
 		"where", repo.Where(), "took", time.Since(start).String())
 	return m, nil
+}
+
+// BackupProgress is GET /api/v1/progress: the snapshot take under way on
+// this node, or its last one.
+func (n *Node) BackupProgress() *snapshot.Running {
+	return &n.snaps.running
 }
 
 func percent(done, total int64) int64 {
