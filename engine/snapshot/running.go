@@ -14,10 +14,10 @@ const ProgressPath = "/api/v1/progress"
 
 // Backup phases, in order.
 const (
-	PhaseCopying   = "copying"   // the pages are being copied out of the live database
-	PhaseStoring   = "storing"   // the artefact is being put in the repository
-	PhaseDone      = "done"      // the artefact is stored
-	PhaseFailed    = "failed"    // the take or the put failed (Error says why)
+	PhaseCopying = "copying" // the pages are being copied out of the live database
+	PhaseStoring = "storing" // the artefact is being put in the repository
+	PhaseDone    = "done"    // the artefact is stored
+	PhaseFailed  = "failed"  // the take or the put failed (Error says why)
 )
 
 // BackupProgress is how far one snapshot take has come: the one running,
