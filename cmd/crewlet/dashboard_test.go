@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +94,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	takeBackup(t, s)
 	b.views(pageID)
+	b.progress(s)
 
 	// A purge is on the audit trail's page, with who asked.
 	Call(t, c, "purge_work_item", map[string]any{"key": "ENG-2"})
@@ -224,6 +227,29 @@ func (b *browser) views(pageID string) {
 	}
 }
 
+// progress reads the Settings page's progress: the backup taken before
+// (done, every page), the node's drain in each domain (caught up, at a
+// rate measured between two readings), and a second backup appearing on
+// the open page without a reload.
+func (b *browser) progress(s *Serve) {
+	b.run("see the backup's progress", chromedp.WaitVisible(css(`.backup[data-phase="done"]`)))
+	if got := b.text(`.backup`); !strings.Contains(got, "100 %") || !strings.Contains(got, "done") {
+		b.t.Errorf("the backup progress says %q, want it done at 100 %%", got)
+	}
+	b.run("see the drain rate measured", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](`[...document.querySelectorAll('.drain td[data-col="rate"]')].some((td) => td.textContent.endsWith('records/s'))`)(ctx, tg)
+		return err
+	}), b.shot("progress"))
+	if got := b.text(`.drain`); !strings.Contains(got, "caught up") || !strings.Contains(got, "lag_records") {
+		b.t.Errorf("the drain progress says %q, want each domain caught up with its lag and rate", got)
+	}
+	name := takeBackup(b.t, s)
+	b.run("see a new backup without a reload", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](`(document.querySelector('.backup') || {}).textContent.includes(`+strconv.Quote(name)+`)`)(ctx, tg)
+		return err
+	}))
+}
+
 // checkDashboardEdge: the page is served without a token but under the
 // Host rules, with a policy that keeps scripts to the node's own; the
 // data behind it wants the token.
@@ -260,7 +286,7 @@ func checkDashboardEdge(t *testing.T, s *Serve) {
 
 // takeBackup takes a snapshot through the node's backup route (what
 // crewlet retention backup calls), reading its progress to the end.
-func takeBackup(t *testing.T, s *Serve) {
+func takeBackup(t *testing.T, s *Serve) string {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.BaseURL+snapshot.BackupPath, nil)
 	if err != nil {
@@ -276,4 +302,10 @@ func takeBackup(t *testing.T, s *Serve) {
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "sha256") {
 		t.Fatalf("backup: %d %s %v", resp.StatusCode, body, err)
 	}
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	var last snapshot.BackupLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Snapshot == nil {
+		t.Fatalf("backup's last line %q: %v", lines[len(lines)-1], err)
+	}
+	return last.Snapshot.Name
 }

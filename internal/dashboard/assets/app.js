@@ -14,6 +14,9 @@ const state = {
   seen: {},
   positions: '',
   rendering: false,
+  // samples: each node and domain's applied seq at the last reading of
+  // the retention answer, for the drain rate between two readings.
+  samples: {},
 };
 
 // h builds an element; strings become text nodes, never markup.
@@ -198,6 +201,7 @@ const views = {
       if (r.apply) r.apply = 'longest tx ' + (r.apply.longest_tx / 1e6).toFixed(1) + ' ms (' + r.apply.longest_tx_records + ' records), batch ' + r.apply.longest_batch_records + ' records';
     }
     out.push(figures(rows, ['node', 'domain', 'generation', 'seq', 'applied_through', 'lag', 'reader', 'apply']));
+    out.push(h('h3', {}, 'Progress'), await backupProgress(), drainProgress(rows, a.asked_at));
     for (const [k, v] of Object.entries(a)) {
       if (Array.isArray(v) && !['logs', 'nodes'].includes(k)) out.push(h('h3', {}, k.replace(/_/g, ' ')), v.length ? figures(v) : h('p', { class: 'muted' }, 'None.'));
     }
@@ -224,6 +228,53 @@ const views = {
       rows.length ? figures(rows, ['at', 'by', 'what']) : h('p', { class: 'muted' }, 'No purge, eviction, readmission or capacity change yet.')];
   },
 };
+
+// backupProgress renders this node's snapshot take under way (pages
+// copied of the total, then the artefact being stored) or its last one.
+async function backupProgress() {
+  let p;
+  try {
+    p = await api('/api/v1/progress');
+  } catch (err) {
+    return refusal(err);
+  }
+  const b = p.backup;
+  if (!b) return h('p', { class: 'backup muted', 'data-phase': 'none' }, 'No backup on ' + p.node + ' since it started.');
+  const words = { copying: 'copying pages', storing: 'storing the artefact', done: 'done', failed: 'failed' }[b.phase] || b.phase;
+  const parts = ['Backup on ' + p.node + ': ' + words, b.done_pages + ' of ' + b.total_pages + ' pages (' + b.percent + ' %)',
+    'started ' + when(b.started_at)];
+  if (b.ended_at) parts.push('ended ' + when(b.ended_at));
+  if (b.name) parts.push(b.name);
+  if (b.error) parts.push(b.error);
+  return h('div', { class: 'backup', 'data-phase': b.phase, 'data-running': String(b.running) },
+    h('progress', { max: String(Math.max(b.total_pages, 1)), value: String(b.done_pages) }), ' ', parts.join(' · '));
+}
+
+// drainProgress renders each node's replay or drain in each domain: its
+// lag in records, the rate it applied at since the last reading (two
+// seconds ago, while the page is open) and when, at that rate, it is
+// caught up.
+function drainProgress(rows, askedAt) {
+  const now = askedAt ? Date.parse(askedAt) : Date.now();
+  const out = rows.map((r) => {
+    const key = r.node + '/' + r.domain;
+    const prev = state.samples[key];
+    state.samples[key] = { seq: r.seq, at: now, gen: r.generation };
+    const lag = r.lag && r.lag.seq !== undefined ? r.lag.seq : null;
+    let rate = null;
+    if (prev && prev.gen === r.generation && now > prev.at && r.seq >= prev.seq) rate = (r.seq - prev.seq) / ((now - prev.at) / 1000);
+    let status = 'unknown';
+    if (lag === 0) status = 'caught up';
+    else if (lag > 0) status = rate > 0 ? 'draining' : (rate === null ? 'measuring' : 'stalled');
+    return {
+      node: r.node, domain: r.domain, lag_records: lag === null ? 'unknown' : lag,
+      rate: rate === null ? 'measuring' : rate.toFixed(1) + ' records/s',
+      caught_up_in: lag > 0 && rate > 0 ? (lag / rate).toFixed(0) + ' s' : (lag === 0 ? 'now' : ''),
+      status,
+    };
+  });
+  return h('div', { class: 'drain' }, out.length ? figures(out) : h('p', { class: 'muted' }, 'No node has published its positions yet.'));
+}
 
 // floorOf words a log's trim floor and the term that holds it.
 function floorOf(l) {
