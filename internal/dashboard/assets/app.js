@@ -265,7 +265,9 @@ function drainProgress(rows, askedAt) {
     if (prev && prev.gen === r.generation && now > prev.at && r.seq >= prev.seq) rate = (r.seq - prev.seq) / ((now - prev.at) / 1000);
     let status = 'unknown';
     if (lag === 0) status = 'caught up';
-    else if (lag > 0) status = rate > 0 ? 'draining' : (rate === null ? 'measuring' : 'stalled');
+    // A node publishes its positions at its beat: a lag that did not move
+    // between two readings is "not moving" yet, not a fault by itself.
+    else if (lag > 0) status = rate > 0 ? 'draining' : (rate === null ? 'measuring' : 'not moving');
     return {
       node: r.node, domain: r.domain, lag_records: lag === null ? 'unknown' : lag,
       rate: rate === null ? 'measuring' : rate.toFixed(1) + ' records/s',
