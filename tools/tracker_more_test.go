@@ -280,7 +280,7 @@ func TestGestureAnswers(t *testing.T) {
 func TestOutputSchemaIsTheAnswersTopLevel(t *testing.T) {
 	answers := map[string]any{
 		NameCreateWorkItem:  tracker.ItemWrite{Item: &tracker.WorkItem{}, Steps: []tracker.Step{{}}, OneSided: []string{"x"}, WriteResult: engine.WriteResult{Position: "p", Lag: &engine.Lag{}, Message: "m"}},
-		NameSearchWorkItems: tracker.SearchResult{ReadInfo: engine.ReadInfo{Lag: &engine.Lag{}, Incomplete: &engine.Incomplete{}, Note: "n"}},
+		NameSearchWorkItems: tracker.SearchResult{ReadInfo: engine.ReadInfo{Lag: &engine.Lag{}, Incomplete: &engine.Incomplete{}, Note: "n"}, NextCursor: "c"},
 		NamePurgeWorkItem:   tracker.PurgeResult{WriteResult: engine.WriteResult{Position: "p", Lag: &engine.Lag{}, Message: "m"}},
 	}
 	tools := operatorTools(t, &fakeTracker{}, nil)
