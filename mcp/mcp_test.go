@@ -135,7 +135,7 @@ func textOf(res *mcpgo.CallToolResult) string {
 }
 
 var allTools = []string{tools.NameCreateProject, tools.NameListProjects, tools.NameCreateWorkItem, tools.NameGetWorkItem, tools.NameListWorkItems, tools.NameUpdateWorkItem,
-	tools.NameSearchWorkItems, tools.NameCommentOnWorkItem, tools.NameMoveWorkItem, tools.NameMergeWorkItems, tools.NameTrashWorkItem, tools.NameRestoreWorkItem, tools.NamePurgeWorkItem}
+	tools.NameSearchWorkItems, tools.NameCommentOnWorkItem, tools.NameMoveWorkItem, tools.NameMergeWorkItems, tools.NameTrashWorkItem, tools.NameRestoreWorkItem, tools.NamePurgeWorkItem, tools.NameListTags}
 
 // destructiveTools are the tools that say so in their annotations.
 var destructiveTools = map[string]bool{tools.NameTrashWorkItem: true, tools.NamePurgeWorkItem: true}
@@ -187,7 +187,7 @@ var badInput = []struct {
 	{"empty title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": ""}},
 	{"10 KB title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": strings.Repeat("t", 10<<10)}},
 	{"title a number", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": 5}},
-	{"unknown argument", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "priority": "high"}},
+	{"unknown argument", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "severity": "high"}},
 	{"missing title", tools.NameCreateWorkItem, map[string]any{"project": "ENG"}},
 	{"malformed key", tools.NameGetWorkItem, map[string]any{"key": "eng-x"}},
 	{"level argument", tools.NameGetWorkItem, map[string]any{"key": "ENG-1", "level": "stale"}},

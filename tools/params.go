@@ -24,6 +24,9 @@ const (
 	// kindStrings and kindEdges are lists (params_list.go).
 	kindStrings
 	kindEdges
+	// kindNumber and kindBool are params_more.go's.
+	kindNumber
+	kindBool
 )
 
 func (k kind) String() string {
@@ -34,6 +37,10 @@ func (k kind) String() string {
 		return "an array of strings"
 	case kindEdges:
 		return "an array of {kind, key} objects"
+	case kindNumber:
+		return "a number"
+	case kindBool:
+		return "a boolean"
 	}
 	return "a string"
 }
@@ -105,6 +112,8 @@ func schemaOptions(params []param) []mcp.ToolOption {
 			opts = append(opts, mcp.WithInteger(p.name, po...))
 		case kindStrings, kindEdges:
 			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
+		case kindNumber, kindBool:
+			opts = append(opts, scalarSchema(p, po))
 		}
 	}
 	return opts
@@ -235,6 +244,8 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 		return n, nil
 	case kindStrings, kindEdges:
 		return parseList(p, v)
+	case kindNumber, kindBool:
+		return parseScalar(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }

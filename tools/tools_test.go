@@ -141,6 +141,7 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 		NameTrashWorkItem:     {false, true, true, false},
 		NameRestoreWorkItem:   {false, false, true, false},
 		NamePurgeWorkItem:     {false, true, true, false},
+		NameListTags:          {true, false, true, false},
 	}
 	tools := operatorTools(t, &fakeTracker{}, nil)
 	if len(tools) != len(want) {

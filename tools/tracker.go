@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -29,6 +28,8 @@ type Tracker interface {
 	RestoreWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.ItemWrite, error)
 	PurgeWorkItem(ctx context.Context, w engine.WriteOptions, key string) (tracker.PurgeResult, error)
 	SearchWorkItems(ctx context.Context, r engine.ReadOptions, query, project string, limit int) (tracker.SearchResult, error)
+	SearchWorkItemsPage(ctx context.Context, r engine.ReadOptions, q tracker.SearchQuery) (tracker.SearchResult, error)
+	ListTags(ctx context.Context, r engine.ReadOptions, project string) (tracker.TagList, error)
 }
 
 func init() {
@@ -179,7 +180,7 @@ func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 // CreateWorkItem is create_work_item {project, title, description, status,
 // assignee, tags, parent, depends_on}.
 func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := d.withOpID([]param{
+	params := d.withOpID(append([]param{
 		{name: "project", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Project key (ENG); list_projects lists them."},
 		{name: "title", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "One-line title."},
 		{name: "description", kind: kindString, long: true, maxBytes: tracker.MaxDescriptionBytes, desc: "Markdown."},
@@ -188,7 +189,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		tagsParam("tags", "Labels."),
 		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "Key of the parent item."},
 		keysParam("depends_on", "Keys of items this one depends on; each gets a blocks edge back."),
-	})
+	}, fieldParams(false)...))
 	tool := newTool(NameCreateWorkItem,
 		d.writeDesc("Create a work item; it gets the project's next key (ENG-8). Answers item (its version is update_work_item's if_match) and, with depends_on, a step per mirror edge."),
 		params,
@@ -205,7 +206,7 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		return nil
 	}
 	return tool, d.writeHandler(NameCreateWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-		res, err := d.tracker().CreateWorkItem(ctx, w, tracker.NewWorkItem{
+		in := tracker.NewWorkItem{
 			Project:     a.str("project"),
 			Title:       a.str("title"),
 			Description: a.str("description"),
@@ -214,7 +215,9 @@ func CreateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Tags:        a.strs("tags"),
 			Parent:      a.str("parent"),
 			DependsOn:   a.strs("depends_on"),
-		})
+		}
+		newItemFields(&in, a)
+		res, err := d.tracker().CreateWorkItem(ctx, w, in)
 		return res.WriteResult, res, err
 	})
 }
@@ -235,55 +238,8 @@ func GetWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		})
 }
 
-// ListWorkItems is list_work_items {project, status, assignee, tag,
-// parent, limit, cursor}.
-func ListWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := []param{
-		{name: "project", kind: kindString, maxBytes: maxProjectKey, desc: "Only this project's items (ENG)."},
-		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "Only items with this status."},
-		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Only items assigned to this name."},
-		{name: "tag", kind: kindString, maxBytes: tracker.MaxTagBytes, desc: "Only items with this tag."},
-		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "Only the children of this item key."},
-		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Page size, default %d.", tracker.DefaultListLimit)},
-		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "The previous page's next_cursor."},
-	}
-	tool := newTool(NameListWorkItems,
-		"List work items (trash left out), a page at a time: pass next_cursor back as cursor. Says the read level, position and whether complete.",
-		params, readAnnotations("List work items"), outputSchema[tracker.ItemList]())
-	check := func(a args) *engine.Refusal {
-		if a.has("project") {
-			if r := checkProjectKey("project", a.str("project")); r != nil {
-				return r
-			}
-		}
-		if a.has("parent") {
-			return checkItemKey("parent", a.str("parent"))
-		}
-		return nil
-	}
-	return tool, d.readHandler(NameListWorkItems, params, check, func(ctx context.Context, a args) (any, error) {
-		limit := tracker.DefaultListLimit
-		if a.has("limit") {
-			limit = int(a.uint("limit"))
-		}
-		res, err := d.tracker().ListWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), tracker.ListFilter{
-			Project:  a.str("project"),
-			Status:   a.str("status"),
-			Assignee: a.str("assignee"),
-			Tag:      a.str("tag"),
-			Parent:   a.str("parent"),
-			Limit:    limit,
-			Cursor:   a.str("cursor"),
-		})
-		if res.Items == nil {
-			res.Items = []tracker.WorkItem{}
-		}
-		return res, err
-	})
-}
-
 // updateFields are update_work_item's arguments that change something.
-var updateFields = []string{"title", "description", "status", "assignee", "parent",
+var updateFields = []string{"title", "description", "status", "transition", "priority", "due", "estimate", "type", "assignee", "parent",
 	"add_tags", "remove_tags", "add_watchers", "remove_watchers",
 	"add_relations", "remove_relations", "add_dependencies", "remove_dependencies"}
 
@@ -293,12 +249,13 @@ var updateFields = []string{"title", "description", "status", "assignee", "paren
 // replacing the whole set, so two callers adding different tags both land.
 func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	relationKinds := []string{tracker.EdgeRelatesTo, tracker.EdgeDuplicates}
-	params := d.withOpID([]param{
+	params := d.withOpID(append([]param{
 		keyParam,
 		{name: "if_match", kind: kindInteger, min: 1, desc: "Optional: the version you read (get_work_item); refused stale if it moved."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: tracker.MaxTitleBytes, desc: "New title."},
 		{name: "description", kind: kindString, long: true, maxBytes: tracker.MaxDescriptionBytes, desc: "New Markdown; empty clears it."},
 		{name: "status", kind: kindString, enum: tracker.Statuses, desc: "New status."},
+		transitionParam,
 		{name: "assignee", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "New assignee; empty unassigns."},
 		{name: "parent", kind: kindString, maxBytes: maxItemKey, desc: "New parent's key; empty detaches."},
 		tagsParam("add_tags", "Tags to add."),
@@ -309,9 +266,9 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "remove_relations", kind: kindEdges, maxItems: tracker.MaxEdges, enum: relationKinds, desc: "Edges to remove, {kind, key}."},
 		keysParam("add_dependencies", "Keys this item comes to depend on; each gets a blocks edge back."),
 		keysParam("remove_dependencies", "Keys it no longer depends on."),
-	})
+	}, fieldParams(true)...))
 	tool := newTool(NameUpdateWorkItem,
-		d.writeDesc("Change a work item: pass only what changes (and if_match). Answers item at its new version; when edges change, a step per mirror (one_sided: mirrors left unknown)."),
+		d.writeDesc("Change a work item: pass only what changes (and if_match). Answers item at its new version; when edges change, a step per mirror (one_sided: mirrors left unknown)."+transitionSentence),
 		params,
 		// Not destructive: it replaces only the named fields, only at the
 		// version the caller read (if_match), and every prior version stays
@@ -336,7 +293,7 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		return nil
 	}
 	return tool, d.writeHandler(NameUpdateWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
-		res, err := d.tracker().UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), tracker.ItemPatch{
+		p := tracker.ItemPatch{
 			Title:          a.strPtr("title"),
 			Description:    a.strPtr("description"),
 			Status:         a.strPtr("status"),
@@ -348,7 +305,9 @@ func UpdateWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			RemoveWatchers: a.strs("remove_watchers"),
 			AddEdges:       append(a.edges("add_relations"), dependencies(a.strs("add_dependencies"))...),
 			RemoveEdges:    append(a.edges("remove_relations"), dependencies(a.strs("remove_dependencies"))...),
-		})
+		}
+		patchFields(&p, a)
+		res, err := d.tracker().UpdateWorkItem(ctx, w, a.str("key"), a.uint("if_match"), p)
 		return res.WriteResult, res, err
 	})
 }

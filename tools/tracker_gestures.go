@@ -176,12 +176,13 @@ func PurgeWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	})
 }
 
-// SearchWorkItems is search_work_items {query, project, limit}.
+// SearchWorkItems is search_work_items {query, project, limit, cursor}.
 func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{
 		{name: "query", kind: kindString, required: true, nonEmpty: true, maxBytes: tracker.MaxQueryBytes, desc: "Plain words; every one must match."},
 		{name: "project", kind: kindString, maxBytes: maxProjectKey, desc: "Only this project's items."},
 		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxSearchLimit, desc: fmt.Sprintf("At most this many hits, default %d.", tracker.DefaultSearchLimit)},
+		cursorParam,
 	}
 	tool := newTool(NameSearchWorkItems,
 		"Find work items by words in titles, descriptions and comments, best first, with snippets; trash left out. No read-your-writes floor: a just-written item may not show yet.",
@@ -199,7 +200,7 @@ func SearchWorkItems(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		}
 		// No level and no floor: the service reads the index as applied,
 		// and the answer says so in its note.
-		res, err := d.tracker().SearchWorkItems(ctx, engine.ReadOptions{}, a.str("query"), a.str("project"), limit)
+		res, err := d.tracker().SearchWorkItemsPage(ctx, engine.ReadOptions{}, tracker.SearchQuery{Query: a.str("query"), Project: a.str("project"), Limit: limit, Cursor: a.str("cursor")})
 		if res.Hits == nil {
 			res.Hits = []tracker.SearchHit{}
 		}

@@ -95,6 +95,8 @@ func steps() []step {
 		s(tools.NameGetWorkItem, map[string]any{"key": none}, "not_found"),
 		s(tools.NameListWorkItems, map[string]any{"project": "${P}"}, expectOK),
 		s(tools.NameListWorkItems, map[string]any{"project": "${P}", "limit": 0}, "invalid_argument"),
+		s(tools.NameListTags, map[string]any{"project": "${P}"}, expectOK),
+		s(tools.NameListTags, map[string]any{"project": "p"}, "invalid_argument"),
 		s(tools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
 		// A NUL byte in a query answered internal once (an SQL error).
 		s(tools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),

@@ -11,9 +11,11 @@ import (
 )
 
 // FormatVersion is the newest record format this build reads. A record is
-// stamped with the lowest version that can apply it whole; today every
-// record is version 1.
-const FormatVersion = 1
+// stamped with the lowest version that can apply it whole: version 2 added
+// the tracker's item fields (priority, due, estimate, type), so only a
+// record carrying one of them is stamped 2 and an older build retains it
+// whole rather than apply it with the fields dropped.
+const FormatVersion = 2
 
 // KindBarrier is the record a linearizable read appends. It stays at
 // version 1 for good.

@@ -2,6 +2,7 @@ package record
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func TestDecodeNewerVersionIsUndecodable(t *testing.T) {
 	if err != nil || r.Kind != "k" {
 		t.Fatal(r, err)
 	}
-	_, err = Decode([]byte(`{"kind":"k","v":2,"writer":"n","gen":1,"subject":"s","scope":["item:y"]}`))
+	_, err = Decode(fmt.Appendf(nil, `{"kind":"k","v":%d,"writer":"n","gen":1,"subject":"s","scope":["item:y"]}`, FormatVersion+1))
 	var ue *UndecodableError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUndecodable) || !ue.ScopeKnown || ue.Scope[0] != "item:y" {
 		t.Fatalf("%v", err)

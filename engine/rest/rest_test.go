@@ -564,7 +564,7 @@ func TestIncompleteAndDeferred(t *testing.T) {
 	}
 	itemScope := "item:" + one.Item.ID
 	subject := "crewlet.tracker.item." + one.Item.ID
-	first := publish(subject, map[string]any{"kind": "tracker.update_work_item", "v": 2, "writer": "n9", "gen": 1, "subject": subject,
+	first := publish(subject, map[string]any{"kind": "tracker.update_work_item", "v": record.FormatVersion + 1, "writer": "n9", "gen": 1, "subject": subject,
 		"scope": []string{itemScope}, "payload": map[string]any{"id": one.Item.ID, "priority": "high"}})
 
 	a := r.get("/api/v1/work-items", q("project", "ENG")).served(t, engine.Stale)
@@ -593,7 +593,7 @@ func TestIncompleteAndDeferred(t *testing.T) {
 
 	// A create this build cannot read covers its project's numbering.
 	psub := "crewlet.tracker.project.ENG"
-	publish(psub, map[string]any{"kind": "tracker.create_work_item", "v": 2, "writer": "n9", "gen": 1, "subject": psub,
+	publish(psub, map[string]any{"kind": "tracker.create_work_item", "v": record.FormatVersion + 1, "writer": "n9", "gen": 1, "subject": psub,
 		"scope": []string{"project:ENG", "item:wi_new"}, "payload": map[string]any{}})
 	r.get("/api/v1/work-items/ENG-3").refused(t, engine.CodeDeferred)
 	a = r.get("/api/v1/work-items").served(t, engine.Stale)
@@ -602,7 +602,7 @@ func TestIncompleteAndDeferred(t *testing.T) {
 	}
 
 	// A record whose scope cannot be read blocks the whole domain.
-	publish(subject, map[string]any{"kind": "tracker.something_new", "v": 2, "writer": "n9", "gen": 1, "subject": subject})
+	publish(subject, map[string]any{"kind": "tracker.something_new", "v": record.FormatVersion + 1, "writer": "n9", "gen": 1, "subject": subject})
 	for _, path := range []string{"/api/v1/work-items", "/api/v1/work-items/ENG-2", "/api/v1/projects"} {
 		r.get(path).refused(t, engine.CodeDeferredScopeUnknown)
 	}

@@ -21,6 +21,10 @@ type Proposal struct {
 	Subject string
 	Scope   []string
 	Payload any
+	// Version is the record's format version: the lowest that can apply
+	// it whole (0 is 1). A record carrying a field a later build added is
+	// stamped with that build's version.
+	Version int
 }
 
 // Decide reads the local rows inside one snapshot and returns the record
@@ -238,7 +242,7 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 
 // encode is the record a proposal appends under op, checked and encoded.
 func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, error) {
-	rec := &record.Record{Kind: prop.Kind, Version: 1, OpID: op.ID.String(), Writer: r.cfg.Node,
+	rec := &record.Record{Kind: prop.Kind, Version: max(1, prop.Version), OpID: op.ID.String(), Writer: r.cfg.Node,
 		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
 	var err error
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {

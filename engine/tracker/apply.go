@@ -30,7 +30,7 @@ var (
 func (Domain) Name() engine.Domain { return engine.DomainTracker }
 
 // Schema is the tracker's tables.
-func (Domain) Schema() string { return schema }
+func (Domain) Schema() string { return schema + fieldsSchema }
 
 // RulesVersion is the version of the rules computing the computed columns.
 func (Domain) RulesVersion() int { return RulesVersion }
@@ -163,6 +163,11 @@ func (a *apply) finish() error {
 			return err
 		}
 		rows++
+		n, err := a.writeFields(it)
+		if err != nil {
+			return err
+		}
+		rows += n
 		if it.reindex {
 			if err := a.reindex(it); err != nil {
 				return err

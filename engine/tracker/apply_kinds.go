@@ -53,6 +53,7 @@ func (a *apply) createItem(c *createWorkItem) error {
 	it.Title, it.Description = c.Title, c.Description
 	a.setField(it, "assignee", &it.Assignee, &c.Assignee)
 	a.setField(it, "parent", &it.Parent, &c.Parent)
+	a.createdFields(it, c)
 	if c.Status == StatusInProgress {
 		a.projects[c.Project] = true
 	}
@@ -81,6 +82,7 @@ func (a *apply) updateItem(u *updateWorkItem) error {
 	a.setField(it, "description", &it.Description, u.Description)
 	a.setField(it, "status", &it.Status, u.Status)
 	a.setField(it, "assignee", &it.Assignee, u.Assignee)
+	a.setItemFields(it, u.Priority, u.Due, u.Estimate, u.Type)
 	if u.Parent != nil && *u.Parent != "" {
 		if p, err := a.item(*u.Parent); err != nil {
 			return err

@@ -113,6 +113,7 @@ func (a *apply) destroy(it *itemRow) error {
 		`DELETE FROM tracker_tags WHERE item = ?`, `DELETE FROM tracker_watchers WHERE item = ?`,
 		`DELETE FROM tracker_edges WHERE item = ?`, `DELETE FROM tracker_comments WHERE item = ?`,
 		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
+		`DELETE FROM tracker_item_fields WHERE id = ?`,
 	} {
 		if _, err := a.at.Exec(a.ctx, a.tx, del, it.ID); err != nil {
 			return err
@@ -140,7 +141,7 @@ func (a *apply) preload(ids []string) error {
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := a.query(len(chunk), `SELECT `+itemRowColumns+` FROM tracker_items WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		rows, err := a.query(len(chunk), itemRowSelect+` WHERE i.id IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,10 @@ type itemRow struct {
 	Doc                                  int64
 	Version, Scoped                      uint64
 	Created, Updated                     int64
-	touched, reindex, created            bool
+	Priority                             int64 // the rank in Priorities
+	Due, Type                            string
+	Estimate                             float64
+	touched, reindex, created, fields    bool
 	n                                    int // history rows this record wrote on the item
 	tags, watchers                       map[string]bool
 	edges                                map[edgeRef]bool // authored or not
@@ -28,10 +31,16 @@ type itemRow struct {
 
 const itemRowColumns = `id, key, project, number, title, description, status, assignee, parent, reopens, handoffs, trashed, trash_root, mark, merged_into, doc, version, scoped_through, created_at, updated_at`
 
+// itemRowSelect reads an item row with its fields (fields.go).
+const itemRowSelect = `SELECT i.id, i.key, i.project, i.number, i.title, i.description, i.status, i.assignee, i.parent, i.reopens, i.handoffs,
+	i.trashed, i.trash_root, i.mark, i.merged_into, i.doc, i.version, i.scoped_through, i.created_at, i.updated_at, ` + fieldColumns +
+	` FROM tracker_items i` + fieldsJoin
+
 func scanItemRow(sc interface{ Scan(...any) error }) (*itemRow, error) {
 	it := &itemRow{}
 	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Parent,
-		&it.Reopens, &it.Handoffs, &it.Trashed, &it.TrashRoot, &it.Mark, &it.MergedInto, &it.Doc, &it.Version, &it.Scoped, &it.Created, &it.Updated)
+		&it.Reopens, &it.Handoffs, &it.Trashed, &it.TrashRoot, &it.Mark, &it.MergedInto, &it.Doc, &it.Version, &it.Scoped, &it.Created, &it.Updated,
+		&it.Priority, &it.Due, &it.Estimate, &it.Type)
 	return it, err
 }
 
@@ -40,7 +49,7 @@ func (a *apply) item(id string) (*itemRow, error) {
 	if it, ok := a.items[id]; ok {
 		return it, nil
 	}
-	it, err := scanItemRow(a.at.QueryRow(a.ctx, a.tx, `SELECT `+itemRowColumns+` FROM tracker_items WHERE id = ?`, id))
+	it, err := scanItemRow(a.at.QueryRow(a.ctx, a.tx, itemRowSelect+` WHERE i.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -244,16 +244,34 @@ func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, 
 	for _, e := range append(slices.Clone(rp.adds), rp.removes...) {
 		scope = append(scope, "item:"+e.Other)
 	}
-	return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope,
-		Payload: updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: p.Status, Assignee: p.Assignee,
-			Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
-			RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes}}, nil
+	status, err := decideTransition(key, it.Status, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNoDependencyCycle(ctx, tx, id, rp.adds); err != nil {
+		return nil, err
+	}
+	u := updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: status, Assignee: p.Assignee,
+		Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
+		RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes,
+		Priority: p.Priority, Due: p.Due, Estimate: p.Estimate, Type: p.Type}
+	version := 0
+	if patchHasFields(p) {
+		version = FieldsFormat
+	}
+	return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: u, Version: version}, nil
 }
 
 func checkPatch(p ItemPatch) error {
-	if p.Title == nil && p.Description == nil && p.Status == nil && p.Assignee == nil && p.Parent == nil &&
+	if p.Title == nil && p.Description == nil && p.Status == nil && p.Assignee == nil && p.Parent == nil && !patchHasFields(p) && p.Transition == "" &&
 		len(p.AddTags)+len(p.RemoveTags)+len(p.AddWatchers)+len(p.RemoveWatchers)+len(p.AddEdges)+len(p.RemoveEdges) == 0 {
-		return invalid("nothing to update: give at least one of title, description, status, assignee, parent, tags, watchers, relations, dependencies.")
+		return invalid("nothing to update: give at least one of title, description, status, transition, assignee, priority, due, estimate, type, parent, tags, watchers, relations, dependencies.")
+	}
+	if err := checkPatchFields(p); err != nil {
+		return err
+	}
+	if err := checkTransition(p); err != nil {
+		return err
 	}
 	if p.Title != nil {
 		if err := checkText("title", *p.Title, MaxTitleBytes, true); err != nil {

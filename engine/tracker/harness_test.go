@@ -170,6 +170,7 @@ func (r *rig) dump() string {
 		`SELECT item, author, body FROM tracker_comments ORDER BY item, seq`,
 		`SELECT item, field, old, new, handoffs FROM tracker_history ORDER BY item, seq, n`,
 		`SELECT id, key FROM tracker_purged ORDER BY id`,
+		`SELECT id, priority, due, estimate, type FROM tracker_item_fields ORDER BY id`,
 		`SELECT i.id, s.title, s.description, s.comments FROM tracker_search s JOIN tracker_items i ON i.doc = s.rowid ORDER BY i.id`,
 		`SELECT count(*) FROM tracker_search`,
 	} {

@@ -3,11 +3,9 @@ package tracker
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -92,6 +90,9 @@ func checkNewWorkItem(in *NewWorkItem) error {
 	if err := checkTags(in.Tags); err != nil {
 		return err
 	}
+	if err := checkFields(in); err != nil {
+		return err
+	}
 	if in.Parent != "" {
 		if err := checkItemKey(in.Parent); err != nil {
 			return err
@@ -141,10 +142,11 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 		c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
 		scope = append(scope, "item:"+did)
 	}
+	version := createFields(&c, in)
 	// The record is about the new item, whose id derives from the
 	// operation: its subject is new, so no other create arbitrates
 	// against it, and the number is taken at apply time, in log order.
-	return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c}, nil
+	return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c, Version: version}, nil
 }
 
 func (s *Service) authoredEdgeTargets(ctx context.Context, id, kind string) ([]string, error) {
@@ -237,15 +239,16 @@ func (s *Service) readItemByID(ctx context.Context, id string) (WorkItem, error)
 }
 
 const itemColumns = `i.id, i.key, i.project, i.number, i.title, i.description, i.status, i.assignee, max(i.version, i.scoped_through),
-	i.created_at, i.updated_at, coalesce(p.key, ''), i.reopens, i.handoffs, i.trashed, i.mark, coalesce(m.key, '')`
+	i.created_at, i.updated_at, coalesce(p.key, ''), i.reopens, i.handoffs, i.trashed, i.mark, coalesce(m.key, ''), ` + fieldColumns
 
-const itemFrom = ` FROM tracker_items i LEFT JOIN tracker_items p ON p.id = i.parent LEFT JOIN tracker_items m ON m.id = i.merged_into`
+const itemFrom = ` FROM tracker_items i LEFT JOIN tracker_items p ON p.id = i.parent LEFT JOIN tracker_items m ON m.id = i.merged_into` + fieldsJoin
 
 func scanItem(sc interface{ Scan(...any) error }) (WorkItem, error) {
 	var it WorkItem
-	var created, updated, trashed int64
+	var created, updated, trashed, priority int64
 	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
-		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto)
+		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto, &priority, &it.Due, &it.Estimate, &it.Type)
+	it.Priority = priorityName(priority)
 	it.CreatedAt, it.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	it.Trashed = trashed != 0
 	it.Tags, it.Watchers, it.Edges = []string{}, []string{}, []Edge{}
@@ -264,12 +267,13 @@ const loadItemQuery = `SELECT ` + itemColumns + `,
 func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem, error) {
 	var tags, watchers, edges string
 	var it WorkItem
-	var created, updated, trashed int64
+	var created, updated, trashed, priority int64
 	err := s.replica.QueryRow(ctx, tx, loadItemQuery, id).Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
-		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto, &tags, &watchers, &edges)
+		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto, &priority, &it.Due, &it.Estimate, &it.Type, &tags, &watchers, &edges)
 	if err != nil {
 		return it, err
 	}
+	it.Priority = priorityName(priority)
 	it.CreatedAt, it.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	it.Trashed = trashed != 0
 	it.Tags, it.Watchers, it.Edges = []string{}, []string{}, []Edge{}
@@ -361,107 +365,4 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 	})
 	out.ReadInfo = info
 	return out, err
-}
-
-// ListWorkItems lists items in key order, a page at a time; items in the
-// trash are left out.
-func (s *Service) ListWorkItems(ctx context.Context, r engine.ReadOptions, f ListFilter) (ItemList, error) {
-	if err := checkListFilter(&f); err != nil {
-		return ItemList{}, err
-	}
-	afterProject, afterNumber, err := listCursor(f.Cursor)
-	if err != nil {
-		return ItemList{}, err
-	}
-	out := ItemList{Items: []WorkItem{}}
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		q := `SELECT ` + itemColumns + itemFrom + ` WHERE i.trashed = 0 AND (i.project > ? OR (i.project = ? AND i.number > ?))`
-		args := []any{afterProject, afterProject, afterNumber}
-		if f.Project != "" {
-			q += ` AND i.project = ?`
-			args = append(args, f.Project)
-		}
-		if f.Status != "" {
-			q += ` AND i.status = ?`
-			args = append(args, f.Status)
-		}
-		if f.Assignee != "" {
-			q += ` AND i.assignee = ?`
-			args = append(args, f.Assignee)
-		}
-		if f.Tag != "" {
-			q += ` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag = ?)`
-			args = append(args, f.Tag)
-		}
-		if f.Parent != "" {
-			pid, err := s.resolve(ctx, tx, f.Parent)
-			if err != nil {
-				return err
-			}
-			q += ` AND i.parent = ?`
-			args = append(args, pid)
-		}
-		q += ` ORDER BY i.project, i.number LIMIT ?`
-		args = append(args, f.Limit+1)
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			it, err := scanItem(rows)
-			if err != nil {
-				return err
-			}
-			out.Items = append(out.Items, it)
-		}
-		return rows.Err()
-	})
-	if len(out.Items) > f.Limit {
-		out.Items = out.Items[:f.Limit]
-		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(out.Items[f.Limit-1].Key))
-	}
-	out.ReadInfo = info
-	return out, err
-}
-
-// checkListFilter refuses a malformed filter before anything is read, and
-// fills the default page size.
-func checkListFilter(f *ListFilter) error {
-	if f.Project != "" && !projectKeyRE.MatchString(f.Project) {
-		return invalid("project %q is not a project key (e.g. ENG).", f.Project)
-	}
-	if f.Status != "" {
-		if err := checkStatus(f.Status); err != nil {
-			return err
-		}
-	}
-	if f.Parent != "" {
-		if err := checkItemKey(f.Parent); err != nil {
-			return err
-		}
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
-	}
-	return nil
-}
-
-// listCursor decodes a page cursor: the key of the last item the previous
-// page returned, so the next page starts after its project and number
-// (key order is project, then number). No cursor starts at the first.
-func listCursor(cursor string) (afterProject string, afterNumber int64, err error) {
-	if cursor == "" {
-		return "", 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	m := itemKeyRE.FindStringSubmatch(string(raw))
-	if err != nil || m == nil {
-		return "", 0, invalid("cursor %q is not one a previous page returned; start again without it.", cursor)
-	}
-	afterNumber, _ = strconv.ParseInt(m[2], 10, 64)
-	return m[1], afterNumber, nil
 }

@@ -5,8 +5,9 @@ import (
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
-// Record kinds of the tracker domain. Every record is written at format
-// version 1: none carries a field a later build added.
+// Record kinds of the tracker domain. A record is written at format
+// version 1 unless it carries an item field (priority, due, estimate,
+// type), which version 2 added (FieldsFormat).
 const (
 	KindCreateProject  = "tracker.create_project"
 	KindCreateWorkItem = "tracker.create_work_item"
@@ -86,6 +87,11 @@ type createWorkItem struct {
 	Parent      string    `json:"parent,omitempty"`
 	Tags        []string  `json:"tags,omitempty"`
 	Edges       []edgeRef `json:"edges,omitempty"`
+	// The item fields (format version 2): left out at their defaults.
+	Priority string  `json:"priority,omitempty"`
+	Due      string  `json:"due,omitempty"`
+	Estimate float64 `json:"estimate,omitempty"`
+	Type     string  `json:"type,omitempty"`
 }
 
 type updateWorkItem struct {
@@ -101,6 +107,11 @@ type updateWorkItem struct {
 	RemoveWatchers []string  `json:"remove_watchers,omitempty"`
 	AddEdges       []edgeRef `json:"add_edges,omitempty"`
 	RemoveEdges    []edgeRef `json:"remove_edges,omitempty"`
+	// The item fields (format version 2): nil is unchanged; due "" clears.
+	Priority *string  `json:"priority,omitempty"`
+	Due      *string  `json:"due,omitempty"`
+	Estimate *float64 `json:"estimate,omitempty"`
+	Type     *string  `json:"type,omitempty"`
 }
 
 // mirrorEdges writes (or takes down) mirror edges on ID, the other end of

@@ -12,10 +12,10 @@ import (
 func (s *Service) ReadRoutes() []rest.Route {
 	return []rest.Route{
 		{Pattern: "/api/v1/projects", Grammar: true, Serve: s.restProjects},
-		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "limit", "cursor"}, Serve: s.restWorkItems},
+		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "tag", "priority", "type", "keys", "parent", "updated_since", "trashed", "sort", "limit", "cursor"}, Serve: s.restWorkItems},
 		{Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.restWorkItem},
 		{Pattern: "/api/v1/work-items/{key}/history", Grammar: true, Serve: s.restHistory},
-		{Pattern: "/api/v1/search/work-items", Grammar: true, Keys: []string{"q", "project", "limit"}, Serve: s.restSearch},
+		{Pattern: "/api/v1/search/work-items", Grammar: true, Keys: []string{"q", "project", "limit", "cursor"}, Serve: s.restSearch},
 	}
 }
 
@@ -28,14 +28,21 @@ func (s *Service) restProjects(ctx context.Context, q *rest.Query) (any, error) 
 	return res, err
 }
 
-// restWorkItems is GET /api/v1/work-items?project=ENG&status=…&assignee=…&limit=…&cursor=….
+// restWorkItems is GET /api/v1/work-items?project=ENG&status=…&assignee=…&limit=…&cursor=…, with the
+// filters list_work_items takes (comma-separated values; trashed=true).
 func (s *Service) restWorkItems(ctx context.Context, q *rest.Query) (any, error) {
 	limit, err := q.Int("limit", 1, MaxListLimit, DefaultListLimit)
 	if err != nil {
 		return nil, err
 	}
+	trashed := q.Str("trashed")
+	if trashed != "" && trashed != "true" && trashed != "false" {
+		return nil, invalid("trashed %q is not true or false.", trashed)
+	}
 	res, err := s.ListWorkItems(ctx, q.Read, ListFilter{
 		Project: q.Str("project"), Status: q.Str("status"), Assignee: q.Str("assignee"), Limit: limit, Cursor: q.Str("cursor"),
+		Tag: q.Str("tag"), Priority: q.Str("priority"), Type: q.Str("type"), Keys: q.Str("keys"), Parent: q.Str("parent"),
+		UpdatedSince: q.Str("updated_since"), Trashed: trashed == "true", Sort: q.Str("sort"),
 	})
 	if res.Items == nil {
 		res.Items = []WorkItem{}
@@ -59,5 +66,5 @@ func (s *Service) restSearch(ctx context.Context, q *rest.Query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.SearchWorkItems(ctx, q.Read, q.Str("q"), q.Str("project"), limit)
+	return s.SearchWorkItemsPage(ctx, q.Read, SearchQuery{Query: q.Str("q"), Project: q.Str("project"), Limit: limit, Cursor: q.Str("cursor")})
 }

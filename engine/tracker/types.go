@@ -51,6 +51,10 @@ type WorkItem struct {
 	Description string    `json:"description"`
 	Status      string    `json:"status"`
 	Assignee    string    `json:"assignee"`
+	Priority    string    `json:"priority"` // none, low, medium, high, urgent
+	Due         string    `json:"due"`      // YYYY-MM-DD, "" for none
+	Estimate    float64   `json:"estimate"` // 0 for none
+	Type        string    `json:"type"`     // task, bug, feature, epic, chore
 	Version     uint64    `json:"version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -96,6 +100,10 @@ type NewWorkItem struct {
 	Tags        []string
 	Parent      string   // a key
 	DependsOn   []string // keys
+	Priority    string   // empty: none
+	Due         string   // YYYY-MM-DD or empty
+	Estimate    float64  // 0: none
+	Type        string   // empty: task
 }
 
 // ItemPatch is the input of update_work_item: nil fields are left alone.
@@ -111,18 +119,34 @@ type ItemPatch struct {
 	// depends_on) to other items by key; the other item's mirror is written
 	// by a step of its own.
 	AddEdges, RemoveEdges []Edge
+	Priority, Due, Type   *string
+	Estimate              *float64
+	// Transition names a status change by its name (start, block, ...),
+	// decided against the item's status: see Transitions.
+	Transition string
 }
 
 // ListFilter narrows list_work_items. Cursor is the opaque token a previous
 // page returned as next_cursor.
+//
+// Project, Status, Assignee, Tag, Priority and Type each take one value or
+// several comma-separated (an item matches any of them); Keys is a batch
+// get of up to MaxListKeys comma-separated keys; UpdatedSince is RFC 3339;
+// Trashed lists only the trash; Sort is one of ListSorts (default key).
 type ListFilter struct {
-	Project  string
-	Status   string
-	Assignee string
-	Tag      string
-	Parent   string // a key
-	Limit    int
-	Cursor   string
+	Project      string
+	Status       string
+	Assignee     string
+	Tag          string
+	Parent       string // a key
+	Limit        int
+	Cursor       string
+	Priority     string
+	Type         string
+	Keys         string
+	UpdatedSince string
+	Trashed      bool
+	Sort         string
 }
 
 // ProjectWrite answers create_project.
@@ -182,7 +206,16 @@ type SearchHit struct {
 // SearchResult answers search_work_items.
 type SearchResult struct {
 	engine.ReadInfo
-	Hits []SearchHit `json:"hits"`
+	Hits       []SearchHit `json:"hits"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// SearchQuery is search_work_items' input: Cursor is a previous page's
+// next_cursor.
+type SearchQuery struct {
+	Query, Project string
+	Limit          int
+	Cursor         string
 }
 
 // PurgeResult answers purge_work_item.
@@ -196,4 +229,18 @@ type ItemList struct {
 	engine.ReadInfo
 	Items      []WorkItem `json:"items"`
 	NextCursor string     `json:"next_cursor,omitempty"`
+	// Missing are the keys of a batch get no item answers to.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// TagCount is one tag and how many items (trash left out) carry it.
+type TagCount struct {
+	Tag   string `json:"tag"`
+	Count int64  `json:"count"`
+}
+
+// TagList answers list_tags.
+type TagList struct {
+	engine.ReadInfo
+	Tags []TagCount `json:"tags"`
 }
