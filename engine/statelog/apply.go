@@ -224,7 +224,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 // runs Config.BeforeCommit on that transaction: the checkpoint and the
 // rows it covers are what the hook sees.
 func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
+	// Once a batch: prepared once per connection, not parsed every time.
+	if _, err := (sqlite.Cached{Tx: tx, S: r.stmts}).ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
 		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
 		return err
 	}

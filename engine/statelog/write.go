@@ -70,9 +70,12 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 	if ref := r.admitWrite(opID); ref != nil {
 		return out, ref
 	}
-	// A retry the ledger records is answered, not decided again.
-	if answered, res, err := r.fromLedger(ctx, op, out); answered {
-		return res, err
+	// A retry the ledger records is answered, not decided again. An id
+	// minted for this very call is no retry: no ledger holds it yet.
+	if !op.Fresh {
+		if answered, res, err := r.fromLedger(ctx, op, out); answered {
+			return res, err
+		}
 	}
 	if !op.Vouched {
 		// An id brought back with other arguments than it was issued for,
@@ -83,7 +86,9 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 	if op.Late {
 		return r.lateKey(ctx, op, out)
 	}
-	if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
+	if op.Fresh {
+		// Minted now: after any watermark, so vouched for without asking.
+	} else if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
 		return out, err
 	} else if !ledger.Vouches(op.ID, wm, lost) {
 		return r.unvouched(ctx, op, out, decide)
