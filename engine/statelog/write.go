@@ -491,6 +491,12 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		out.Message = "The record is durable at its position and this node has not applied it yet. Do not retry: the write succeeded."
 		return out, nil
 	}
+	if r.landed.applied(seq, out.OpID) {
+		// This node's applier wrote the op's ledger row at seq, and it
+		// committed: what the ledger would answer.
+		out.Outcome = engine.Applied
+		return out, nil
+	}
 	e, ok, err := ledger.Lookup(ctx, r.stmts, out.OpID)
 	if err != nil {
 		return out, err
