@@ -27,6 +27,10 @@ type Call struct {
 	// landed, so with no copy of it anywhere it is refused rather than
 	// used for a first time.
 	Late bool
+	// Fresh says the id was minted for this call just now (the call brought
+	// none and runs in no unit of work): no ledger holds it and no
+	// watermark is past it, so the write path asks neither.
+	Fresh bool
 }
 
 // CallError refuses an op id for a call. Reused says the id names another
@@ -56,7 +60,7 @@ func ForCall(now time.Time, given, unit string, unitStart time.Time, n int, verb
 		return Call{ID: id, Digest: digest, Vouched: true}, err
 	case given == "":
 		id, err := MintFor(now, verb, object, digest)
-		return Call{ID: id, Digest: digest, Vouched: true}, err
+		return Call{ID: id, Digest: digest, Vouched: true, Fresh: true}, err
 	case !strings.Contains(given, "."):
 		u, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 || strings.ToLower(given) != given {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -74,7 +75,7 @@ func build(d tools.Deps, o Options, instr string) *server.MCPServer {
 		opts = append(opts, server.WithLogging())
 	}
 	s := server.NewMCPServer(ServerName, o.Version, opts...)
-	s.AddTools(tools.Set(d)...)
+	s.AddTools(rawSchemas(tools.Set(d))...)
 	s.AddResourceTemplates(tools.ResourceTemplates(d)...)
 	s.AddPrompts(tools.Prompts(d)...)
 	hooks.AddAfterListResources(listResources(d, logger))
@@ -122,4 +123,21 @@ func Narrow(s *server.MCPServer, f tools.Filter) {
 	if len(drop) > 0 {
 		s.DeleteTools(drop...)
 	}
+}
+
+// rawSchemas gives each tool its input schema as JSON encoded once, in
+// place of the structured one: mcp-go encodes a tool's structured schema
+// again on every call it checks for x-mcp-header parameters (a twentieth
+// of a tool call's CPU), and a raw one it only copies. The schema a client
+// lists is the same.
+func rawSchemas(ts []server.ServerTool) []server.ServerTool {
+	for i := range ts {
+		raw, err := json.Marshal(ts[i].Tool.InputSchema)
+		if err != nil {
+			continue // left structured: mcp-go encodes it as before
+		}
+		ts[i].Tool.RawInputSchema = raw
+		ts[i].Tool.InputSchema = mcpgo.ToolInputSchema{}
+	}
+	return ts
 }

@@ -163,6 +163,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	defer tx.Rollback()
 	// What an earlier try of this batch noted never committed.
 	r.observers.reset()
+	r.landed.reset()
 	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
@@ -224,7 +225,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 // runs Config.BeforeCommit on that transaction: the checkpoint and the
 // rows it covers are what the hook sees.
 func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
+	// Once a batch: prepared once per connection, not parsed every time.
+	if _, err := (sqlite.Cached{Tx: tx, S: r.stmts}).ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
 		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
 		return err
 	}
@@ -240,6 +242,8 @@ func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint
 // read again where the batch changed them, and each record a gate dropped
 // gets its log line.
 func (r *Replica) afterCommit(ctx context.Context, gated []gatedLine) {
+	// Before the checkpoint is told to the waiting writes.
+	r.landed.commit()
 	if r.gateChanged.Swap(false) {
 		if err := r.loadEvicted(ctx); err != nil {
 			r.log.Warn("statelog_node_gate_unread", engine.LogErr, err.Error())
@@ -371,6 +375,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
 			return false, nil, err
 		}
+		r.landed.note(d.Seq, rec.OpID)
 	}
 	if !isFramework(rec.Kind) {
 		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)

@@ -50,9 +50,22 @@ func (r *Replica) Barrier(ctx context.Context) (uint64, error) {
 	c := g.next
 	c.reads++
 	if !g.running {
+		// No barrier in flight: this read appends its own, on its own
+		// goroutine (no other read can join a call once it is taken), and
+		// hands whatever gathered meanwhile to a runner. A lone reader
+		// pays no goroutine hand-off.
 		g.running = true
 		g.next = nil
-		go r.runBarriers(c)
+		g.mu.Unlock()
+		c.seq, c.err = r.appendBarrier(ctx)
+		if c.err == nil {
+			r.cfg.Metrics.BarrierAppended(1)
+		}
+		close(c.done)
+		if n := g.handOn(); n != nil {
+			go r.runBarriers(n)
+		}
+		return c.seq, c.err
 	}
 	g.mu.Unlock()
 	select {
@@ -77,14 +90,21 @@ func (r *Replica) runBarriers(c *barrierCall) {
 			r.cfg.Metrics.BarrierAppended(reads)
 		}
 		close(c.done)
-		g.mu.Lock()
-		c = g.next
-		g.next = nil
-		if c == nil {
-			g.running = false
-		}
-		g.mu.Unlock()
+		c = g.handOn()
 	}
+}
+
+// handOn takes the call that gathered while a barrier was in flight, or
+// says no barrier runs any more.
+func (g *barrierGroup) handOn() *barrierCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.next
+	g.next = nil
+	if c == nil {
+		g.running = false
+	}
+	return c
 }
 
 func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {

@@ -17,6 +17,8 @@ func (r *Replica) Resume(ctx context.Context) error {
 	if !r.belowFloor.Load() {
 		return fmt.Errorf("statelog: %s is not held below the floor", r.domain)
 	}
+	// The notes describe the rows that were replaced.
+	r.landed.forget()
 	cp, err := r.load(ctx)
 	if err != nil {
 		return err

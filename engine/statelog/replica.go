@@ -143,6 +143,8 @@ type Replica struct {
 	alarms alarmState
 	// observers are told each commit's applied records (OnApplied).
 	observers observers
+	// landed notes the newest operations applied, for the writes waiting.
+	landed landedNotes
 
 	// floor is the log's published trim floor as the heartbeat last read
 	// it (see floor.go). belowFloor says the trim removed records this

@@ -74,9 +74,12 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 	if ref := r.admitWrite(opID); ref != nil {
 		return out, ref
 	}
-	// A retry the ledger records is answered, not decided again.
-	if answered, res, err := r.fromLedger(ctx, op, out); answered {
-		return res, err
+	// A retry the ledger records is answered, not decided again. An id
+	// minted for this very call is no retry: no ledger holds it yet.
+	if !op.Fresh {
+		if answered, res, err := r.fromLedger(ctx, op, out); answered {
+			return res, err
+		}
 	}
 	if !op.Vouched {
 		// An id brought back with other arguments than it was issued for,
@@ -87,7 +90,9 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 	if op.Late {
 		return r.lateKey(ctx, op, out)
 	}
-	if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
+	if op.Fresh {
+		// Minted now: after any watermark, so vouched for without asking.
+	} else if wm, lost, err := ledger.Watermark(ctx, r.stmts); err != nil {
 		return out, err
 	} else if !ledger.Vouches(op.ID, wm, lost) {
 		return r.unvouched(ctx, op, out, decide)
@@ -488,6 +493,12 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		out.Outcome = engine.Pending
 		out.Lag = r.lag(r.Applied())
 		out.Message = "The record is durable at its position and this node has not applied it yet. Do not retry: the write succeeded."
+		return out, nil
+	}
+	if r.landed.applied(seq, out.OpID) {
+		// This node's applier wrote the op's ledger row at seq, and it
+		// committed: what the ledger would answer.
+		out.Outcome = engine.Applied
 		return out, nil
 	}
 	e, ok, err := ledger.Lookup(ctx, r.stmts, out.OpID)

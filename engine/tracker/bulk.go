@@ -58,6 +58,10 @@ func placeholders(n int) string {
 	return b.String()
 }
 
+// smallChunk is the longest short chunk rowBuffer.flush sends prepared:
+// at most smallChunk statement texts a table.
+const smallChunk = 8
+
 // rowBuffer collects the rows of one child table and writes them as
 // multi-row inserts, each at most MaxRowsPerStatement rows and within the
 // probed bind-parameter limit.
@@ -81,8 +85,10 @@ func (b *rowBuffer) rows() int { return len(b.args) / b.cols }
 //
 // A whole chunk's statement is the same text every time, so it goes
 // through prepared (a statement prepared once per connection: parsing a
-// 1 000-row insert each time cost more than running it); the last, shorter
-// chunk is parsed where it is.
+// 1 000-row insert each time cost more than running it). So is a chunk of
+// at most smallChunk rows, the shape of an ordinary record's child rows (a
+// create's one history row, a few tags), whose texts are few; a longer
+// last chunk is parsed where it is.
 func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) (int, error) {
 	total := b.rows()
 	if total == 0 {
@@ -113,7 +119,7 @@ func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context
 			}
 		}
 		exec := tx.ExecContext
-		if n == per && prepared != nil {
+		if (n == per || n <= smallChunk) && prepared != nil {
 			exec = func(ctx context.Context, q string, args ...any) (sql.Result, error) {
 				return prepared(ctx, tx, q, args...)
 			}

@@ -114,7 +114,7 @@ func checkNewWorkItem(in *NewWorkItem) error {
 // joins the record's scope). deps gets the dependencies' ids, reset on
 // every attempt, for the mirror steps after the item is filed.
 func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, id string, deps *[]string) (*statelog.Proposal, error) {
-	p, err := getProject(ctx, tx, in.Project)
+	p, err := getProject(ctx, s.hot(tx), in.Project)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
 	}
