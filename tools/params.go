@@ -24,6 +24,11 @@ const (
 	// kindStrings and kindEdges are lists (params_list.go).
 	kindStrings
 	kindEdges
+	// kindBool and kindObjects (a list of objects whose fields are
+	// params) are in params_more.go.
+	kindBool
+	kindObjects
+	kindObject
 )
 
 func (k kind) String() string {
@@ -34,6 +39,12 @@ func (k kind) String() string {
 		return "an array of strings"
 	case kindEdges:
 		return "an array of {kind, key} objects"
+	case kindBool:
+		return "a boolean"
+	case kindObjects:
+		return "an array of objects"
+	case kindObject:
+		return "an object"
 	}
 	return "a string"
 }
@@ -62,6 +73,8 @@ type param struct {
 	// makes each string (each edge's key) a work item key.
 	maxItems int
 	itemKeys bool
+	// fields are the fields of each object of a kindObjects list.
+	fields []param
 }
 
 // schemaOptions turns params into mcp-go tool options. The input schema
@@ -72,7 +85,9 @@ func schemaOptions(params []param) []mcp.ToolOption {
 	opts := make([]mcp.ToolOption, 0, len(params)+1)
 	for _, p := range params {
 		var po []mcp.PropertyOption
-		po = append(po, mcp.Description(p.desc))
+		if p.desc != "" { // an object's fields may go without
+			po = append(po, mcp.Description(p.desc))
+		}
 		if p.required {
 			po = append(po, mcp.Required())
 		}
@@ -96,6 +111,8 @@ func schemaOptions(params []param) []mcp.ToolOption {
 			opts = append(opts, mcp.WithInteger(p.name, po...))
 		case kindStrings, kindEdges:
 			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
+		case kindBool, kindObjects, kindObject:
+			opts = append(opts, moreSchema(p, po))
 		}
 	}
 	opts = append(opts, mcp.WithSchemaAdditionalProperties(false))
@@ -227,6 +244,8 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 		return n, nil
 	case kindStrings, kindEdges:
 		return parseList(p, v)
+	case kindBool, kindObjects, kindObject:
+		return parseMore(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }
