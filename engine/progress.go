@@ -5,8 +5,9 @@ import "context"
 type progressKey struct{}
 
 // Progress is told how far long work has come: done of total units (a
-// bulk update's items, a bulk create's items, a trash's purges). It is
-// called from the goroutine doing the work and must not block.
+// bulk update's items, a bulk create's items, a trash's purges), 0 of
+// total once the work is known and before any of it is done. It is called
+// from the goroutine doing the work and must not block.
 type Progress func(done, total int)
 
 // WithProgress names who is told the progress of work done under ctx (a

@@ -146,6 +146,7 @@ func (s *Service) BulkCreate(ctx context.Context, w engine.WriteOptions, project
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
 	}
 	wk := s.newWalk(op)
+	engine.ReportProgress(ctx, 0, len(items))
 	for i, in := range items {
 		ok, err := wk.wk.Step(ctx, s.replica, "create", fmt.Sprint(i), in.Title, func(ctx context.Context, op statelog.Op) (statelog.Written, error) {
 			id := itemID(op.ID)

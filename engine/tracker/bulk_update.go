@@ -93,6 +93,7 @@ func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string,
 	}
 	chunk := max(1, statelog.MaxTxRows/per)
 	wk := s.newWalk(op)
+	engine.ReportProgress(ctx, 0, len(ids))
 	for start := 0; start < len(ids); start += chunk {
 		part := ids[start:min(start+chunk, len(ids))]
 		ok, err := wk.step(ctx, "bulk", part[0], fmt.Sprintf("%d items from %s", len(part), keys[start]), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {

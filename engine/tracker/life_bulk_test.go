@@ -110,8 +110,8 @@ func TestBulkUpdateByFilterOnce(t *testing.T) {
 	if err != nil || out.Outcome != engine.Applied || len(out.Steps) != 3 {
 		t.Fatalf("bulk by filter: %d steps %+v %v", len(out.Steps), out.WriteResult, err)
 	}
-	if got := prog.last(); got != [2]int{n - 100, n - 100} || len(prog.seen) != 3 {
-		t.Errorf("progress told %v, want a report per chunk ending at %d", prog.seen, n-100)
+	if got := prog.last(); got != [2]int{n - 100, n - 100} || len(prog.seen) != 4 || prog.seen[0] != [2]int{0, n - 100} {
+		t.Errorf("progress told %v, want 0 first, then a report per chunk ending at %d", prog.seen, n-100)
 	}
 	hist := rowCount(t, r, `SELECT count(*) FROM tracker_history`)
 	if got := rowCount(t, r, `SELECT count(*) FROM tracker_items WHERE assignee = 'bob'`); got != n-100 {

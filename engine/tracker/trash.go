@@ -50,6 +50,7 @@ func (s *Service) EmptyTrash(ctx context.Context, w engine.WriteOptions, project
 	if more {
 		ids = ids[:MaxBulkItems] // the same op id again purges the next ones
 	}
+	engine.ReportProgress(ctx, 0, len(ids))
 	for i, id := range ids {
 		ok, err := wk.step(ctx, "purge", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
 			var trashed uint64
