@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,51 @@ func awaitProgress(t *testing.T, notes *mcptest.Notes, token string, total float
 	})
 	if err != nil {
 		t.Fatalf("no notifications/progress for %s out of %v: %v", token, total, err)
+	}
+}
+
+// TestLifecycleToolsOverHTTP: comments edited and deleted by their author
+// only, an item's history, a project archived (it refuses new items and
+// leaves list_projects) and the trash emptied, through an mcp-go client
+// against a real node.
+func TestLifecycleToolsOverHTTP(t *testing.T) {
+	n := realNode(t)
+	k := caller{t, operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker()))}
+	k.applied(tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	item := k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Login"})["item"].(map[string]any)
+	c := k.applied(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "first", "author": "ana"})["comment"].(map[string]any)
+	id := c["id"]
+	k.refused(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "not mine", "author": "bo", "comment_id": id}, "invalid_argument")
+	k.applied(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "edited", "author": "ana", "comment_id": id})
+	got := k.applied(tools.NameGetWorkItem, map[string]any{"key": "ENG-1"})
+	if got["item"].(map[string]any)["version"] != item["version"] {
+		t.Fatalf("comments moved the version: %v, was %v", got["item"], item["version"])
+	}
+	k.applied(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "author": "ana", "comment_id": id, "delete": true})
+	hist := k.applied(tools.NameListWorkItemHistory, map[string]any{"key": "ENG-1", "limit": 1})
+	ch := hist["changes"].([]any)[0].(map[string]any)
+	if ch["field"] != "comment_deleted" || ch["by"] != "operator" || ch["position"] == "" || hist["next_cursor"] == nil {
+		t.Fatalf("history: %v", hist)
+	}
+
+	k.applied(tools.NameTrashWorkItem, map[string]any{"key": "ENG-1"})
+	emptied := k.applied(tools.NameEmptyTrash, map[string]any{"project": "ENG"})
+	same(t, "empty_trash", steps(t, emptied), []string{"empty ENG", "purge ENG-1"})
+	k.refused(tools.NameGetWorkItem, map[string]any{"key": "ENG-1"}, "deleted")
+
+	k.applied(tools.NameUpdateProject, map[string]any{"key": "ENG", "archived": true})
+	refusal := k.refused(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x"}, "invalid_argument")
+	if msg, _ := refusal["message"].(string); !strings.Contains(msg, "archived false") {
+		t.Fatalf("the refusal does not say what to do: %q", msg)
+	}
+	if ps := keys(k.applied(tools.NameListProjects, map[string]any{}), "projects"); len(ps) != 0 {
+		t.Fatalf("list_projects lists the archived: %v", ps)
+	}
+	if ps := keys(k.applied(tools.NameListProjects, map[string]any{"include_archived": true}), "projects"); len(ps) != 1 {
+		t.Fatalf("include_archived lists %v", ps)
+	}
+	p := k.applied(tools.NameGetProject, map[string]any{"key": "ENG"})
+	if p["project"].(map[string]any)["archived"] != true {
+		t.Fatalf("get_project: %v", p)
 	}
 }
