@@ -167,3 +167,11 @@ func TestLifecycleToolsOverHTTP(t *testing.T) {
 		t.Fatalf("get_project: %v", p)
 	}
 }
+
+// The lifecycle tools join the operator catalogue checkToolList expects;
+// empty_trash says it is destructive.
+func init() {
+	allTools = append(allTools, tools.NameListWorkItemHistory, tools.NameGetProject, tools.NameUpdateProject,
+		tools.NameEmptyTrash, tools.NameBulkUpdateWorkItems, tools.NameBulkCreateWorkItems)
+	destructiveTools[tools.NameEmptyTrash] = true
+}
