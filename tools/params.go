@@ -24,9 +24,13 @@ const (
 	// kindStrings and kindEdges are lists (params_list.go).
 	kindStrings
 	kindEdges
-	// kindNumber and kindBool are params_more.go's.
+	// kindNumber and kindBool are params_scalar.go's; kindObjects (a
+	// list of objects whose fields are params) and kindObject are
+	// params_more.go's.
 	kindNumber
 	kindBool
+	kindObjects
+	kindObject
 )
 
 func (k kind) String() string {
@@ -41,6 +45,10 @@ func (k kind) String() string {
 		return "a number"
 	case kindBool:
 		return "a boolean"
+	case kindObjects:
+		return "an array of objects"
+	case kindObject:
+		return "an object"
 	}
 	return "a string"
 }
@@ -70,6 +78,8 @@ type param struct {
 	// makes each string (each edge's key) a work item key.
 	maxItems int
 	itemKeys bool
+	// fields are the fields of each object of a kindObjects list.
+	fields []param
 }
 
 // schemaOptions turns params into mcp-go tool options: each argument's
@@ -92,7 +102,9 @@ func schemaOptions(params []param) []mcp.ToolOption {
 	opts := make([]mcp.ToolOption, 0, len(params))
 	for _, p := range params {
 		var po []mcp.PropertyOption
-		po = append(po, mcp.Description(p.desc))
+		if p.desc != "" { // an object's fields may go without
+			po = append(po, mcp.Description(p.desc))
+		}
 		if p.required {
 			po = append(po, mcp.Required())
 		}
@@ -114,6 +126,8 @@ func schemaOptions(params []param) []mcp.ToolOption {
 			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
 		case kindNumber, kindBool:
 			opts = append(opts, scalarSchema(p, po))
+		case kindObjects, kindObject:
+			opts = append(opts, moreSchema(p, po))
 		}
 	}
 	return opts
@@ -246,6 +260,8 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 		return parseList(p, v)
 	case kindNumber, kindBool:
 		return parseScalar(p, v)
+	case kindObjects, kindObject:
+		return parseMore(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }

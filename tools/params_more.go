@@ -1,70 +1,76 @@
 package tools
 
-// Number and boolean arguments: an estimate (a number >= 0) and a flag
-// (list_work_items' trashed).
+// The object argument kinds: an object and a list of objects whose fields
+// are declared as params (bulk_update_work_items' set,
+// bulk_create_work_items' items), each object parsed as strictly as a
+// call's own arguments. Numbers and booleans are params_scalar.go's.
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
-	"strconv"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine"
 )
 
-// scalarSchema is a number's or a boolean's schema; a number states its
-// inclusive range (min, and max where it is set).
-func scalarSchema(p param, po []mcp.PropertyOption) mcp.ToolOption {
-	if p.kind == kindBool {
-		return mcp.WithBoolean(p.name, po...)
+// moreSchema is the schema option of a kindObject or kindObjects param.
+func moreSchema(p param, po []mcp.PropertyOption) mcp.ToolOption {
+	item := mcp.NewTool("", schemaOptions(p.fields)...).InputSchema
+	if p.kind == kindObject {
+		return mcp.WithObject(p.name, append(po, mcp.Properties(item.Properties), mcp.AdditionalProperties(false))...)
 	}
-	po = append(po, mcp.Min(float64(p.min)))
-	if p.max > 0 {
-		po = append(po, mcp.Max(float64(p.max)))
+	if p.maxItems > 0 {
+		po = append(po, mcp.MaxItems(p.maxItems))
 	}
-	return mcp.WithNumber(p.name, po...)
+	po = append(po, mcp.Items(map[string]any{
+		"type": "object", "properties": item.Properties, "required": item.Required, "additionalProperties": false,
+	}))
+	return mcp.WithArray(p.name, po...)
 }
 
-// parseScalar reads a JSON number (a float64 in range) or a JSON boolean.
-func parseScalar(p param, v json.RawMessage) (any, *engine.Refusal) {
-	if p.kind == kindBool {
-		switch string(bytes.TrimSpace(v)) {
-		case "true":
-			return true, nil
-		case "false":
-			return false, nil
+// parseMore reads a kindObject or kindObjects argument.
+func parseMore(p param, v json.RawMessage) (any, *engine.Refusal) {
+	if p.kind == kindObject {
+		if jsonType(v) != "an object" {
+			return nil, wrongType(p, v)
 		}
+		var req mcp.CallToolRequest
+		req.Params.Arguments = v
+		a, r := parseArgs(req, p.fields)
+		if r != nil {
+			r.Message = fmt.Sprintf("In %s: %s", p.name, r.Message)
+			return nil, r
+		}
+		return a, nil
+	}
+	var items []json.RawMessage
+	if jsonType(v) != "an array" || json.Unmarshal(v, &items) != nil {
 		return nil, wrongType(p, v)
 	}
-	if jsonType(v) != "a number" {
-		return nil, wrongType(p, v)
+	if p.maxItems > 0 && len(items) > p.maxItems {
+		return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q has %d entries; at most %d are accepted: split the call.", p.name, len(items), p.maxItems)
 	}
-	f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < float64(p.min) || (p.max > 0 && f > float64(p.max)) {
-		if p.max > 0 {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a number from %d to %d.", p.name, string(bytes.TrimSpace(v)), p.min, p.max)
+	out := make([]args, len(items))
+	for i, raw := range items {
+		var req mcp.CallToolRequest
+		req.Params.Arguments = raw
+		a, r := parseArgs(req, p.fields)
+		if r != nil {
+			r.Message = fmt.Sprintf("In %s[%d]: %s", p.name, i, r.Message)
+			return nil, r
 		}
-		return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a number of at least %d.", p.name, string(bytes.TrimSpace(v)), p.min)
+		out[i] = a
 	}
-	return f, nil
+	return out, nil
 }
 
-func (a args) num(name string) float64 {
-	f, _ := a[name].(float64)
-	return f
+func (a args) object(name string) args {
+	o, _ := a[name].(args)
+	return o
 }
 
-func (a args) numPtr(name string) *float64 {
-	f, ok := a[name].(float64)
-	if !ok {
-		return nil
-	}
-	return &f
-}
-
-func (a args) flag(name string) bool {
-	b, _ := a[name].(bool)
-	return b
+func (a args) objects(name string) []args {
+	o, _ := a[name].([]args)
+	return o
 }

@@ -175,8 +175,20 @@ func overLimit(m map[string]any, s string) any {
 		return s
 	}
 	if items, _ := m["items"].(map[string]any); items["type"] == "object" {
-		kinds, _ := items["properties"].(map[string]any)["kind"].(map[string]any)["enum"].([]string)
-		return []any{map[string]any{"kind": kinds[0], "key": s}}
+		props := items["properties"].(map[string]any)
+		if kind, ok := props["kind"].(map[string]any); ok {
+			kinds, _ := kind["enum"].([]string)
+			return []any{map[string]any{"kind": kinds[0], "key": s}}
+		}
+		// A list of objects (bulk_create_work_items' items): every
+		// string field of one object holds s.
+		obj := map[string]any{}
+		for name, prop := range props {
+			if pm, _ := prop.(map[string]any); pm["type"] == "string" && pm["enum"] == nil {
+				obj[name] = s
+			}
+		}
+		return []any{obj}
 	}
 	return []any{s}
 }
@@ -191,6 +203,10 @@ func requiredFilled(tool mcp.Tool) map[string]any {
 			out[name] = 1
 		case "array":
 			out[name] = []any{}
+		case "object":
+			out[name] = map[string]any{}
+		case "boolean":
+			out[name] = false
 		default:
 			out[name] = "X"
 		}

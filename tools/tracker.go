@@ -164,12 +164,18 @@ func CreateProject(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 
 // ListProjects is list_projects {}.
 func ListProjects(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	var params []param
+	params := []param{{name: argIncludeArchived, kind: kindBool, desc: "Archived ones too."}}
 	tool := newTool(NameListProjects,
 		"List every project: key, name and the last item number given out, with the read level and position.",
 		params, readAnnotations("List projects"), outputSchema[tracker.ProjectList]())
-	return tool, d.readHandler(NameListProjects, params, nil, func(ctx context.Context, _ args) (any, error) {
-		res, err := d.tracker().ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
+	return tool, d.readHandler(NameListProjects, params, nil, func(ctx context.Context, a args) (any, error) {
+		var res tracker.ProjectList
+		var err error
+		if l, ok := d.life(); ok {
+			res, err = l.ListProjectsIn(ctx, d.readOptions(ctx, engine.StreamTracker), a.flag(argIncludeArchived))
+		} else {
+			res, err = d.tracker().ListProjects(ctx, d.readOptions(ctx, engine.StreamTracker))
+		}
 		if res.Projects == nil {
 			res.Projects = []tracker.Project{}
 		}

@@ -58,27 +58,46 @@ func (g gestureTool) build(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	})
 }
 
-// CommentOnWorkItem is comment_on_work_item {key, body, author}. On the
-// seat surface the author is the seat the turn names, not an argument: a
-// seat cannot sign for someone else.
+// CommentOnWorkItem is comment_on_work_item {key, body, author,
+// comment_id, delete}. On the seat surface the author is the seat the turn
+// names, not an argument: a seat cannot sign for someone else, nor edit
+// another's comment.
 func CommentOnWorkItem(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam,
-		{name: "body", kind: kindString, required: true, nonEmpty: true, long: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
+		{name: "body", kind: kindString, nonEmpty: true, long: true, maxBytes: tracker.MaxCommentBytes, desc: "The comment, Markdown."}}
 	if d.Surface != Seat {
 		params = append(params, param{name: "author", kind: kindString, maxBytes: tracker.MaxAssigneeBytes, desc: "Who writes it; default operator."})
 	}
-	return gestureTool{
-		name: NameCommentOnWorkItem, title: "Comment on work item", params: params, keys: []string{"key"},
-		desc: "Add a comment to a work item; get_work_item shows comments and search_work_items finds their words.",
+	params = d.withOpID(append(params, commentEditParams...))
+	tool := newTool(NameCommentOnWorkItem,
+		d.writeDesc("Add a comment to a work item, or edit or delete yours; get_work_item lists comments with ids. Never moves the item's version."),
 		// Not idempotent: each call without op_id adds another comment.
-		run: func(ctx context.Context, d Deps, w engine.WriteOptions, a args) (tracker.ItemWrite, error) {
-			author := a.str("author")
-			if t, ok := TurnFrom(ctx); ok && d.Surface == Seat {
-				author = t.Seat
-			}
-			return d.tracker().CommentOnWorkItem(ctx, w, a.str("key"), author, a.str("body"))
-		},
-	}.build(d)
+		params, writeAnnotations("Comment on work item", false), outputSchema[tracker.CommentWrite]())
+	check := func(a args) *engine.Refusal {
+		if r := checkItemKey("key", a.str("key")); r != nil {
+			return r
+		}
+		if a.flag(argDelete) && !a.has(argCommentID) {
+			return engine.Refuse(engine.CodeInvalidArgument, "delete needs comment_id: the id of the comment to delete (get_work_item lists them).")
+		}
+		if !a.flag(argDelete) && !a.has("body") {
+			return engine.Refuse(engine.CodeInvalidArgument, "Missing required argument \"body\": the comment, Markdown. Pass it and call again.")
+		}
+		return nil
+	}
+	return tool, d.writeHandler(NameCommentOnWorkItem, params, check, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
+		author := a.str("author")
+		if t, ok := TurnFrom(ctx); ok && d.Surface == Seat {
+			author = t.Seat
+		}
+		if l, ok := d.life(); ok {
+			res, err := d.comment(ctx, l, w, a, author)
+			return res.WriteResult, res, err
+		}
+		// A tracker without the lifecycle half adds comments only.
+		res, err := d.tracker().CommentOnWorkItem(ctx, w, a.str("key"), author, a.str("body"))
+		return res.WriteResult, tracker.CommentWrite{WriteResult: res.WriteResult}, err
+	})
 }
 
 // MoveWorkItem is move_work_item {key, project}.

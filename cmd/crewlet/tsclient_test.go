@@ -79,7 +79,7 @@ func steps() []step {
 	op := func(st step) step { st.OperatorOnly = true; return st }
 	save := func(st step, save map[string]string) step { st.Save = save; return st }
 	none := "${P}-999"
-	return []step{
+	return append([]step{
 		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
 		s(tools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
 		s(tools.NameListProjects, map[string]any{}, expectOK),
@@ -147,7 +147,7 @@ func steps() []step {
 		op(s(tools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
 		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
 		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}
+	}, lifeSteps()...)
 }
 
 // surface is one MCP surface of the binary, as the plans reach it.

@@ -30,7 +30,7 @@ var (
 func (Domain) Name() engine.Domain { return engine.DomainTracker }
 
 // Schema is the tracker's tables.
-func (Domain) Schema() string { return schema + fieldsSchema }
+func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema }
 
 // RulesVersion is the version of the rules computing the computed columns.
 func (Domain) RulesVersion() int { return RulesVersion }
@@ -75,8 +75,14 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		err = decodeThen(rec, a.restore)
 	case KindPurge:
 		err = decodeThen(rec, a.purge)
-	case KindBulkUpdate:
+	case KindBulkUpdate, KindBulkSet:
 		err = decodeThen(rec, a.bulk)
+	case KindEditComment:
+		err = decodeThen(rec, a.editComment)
+	case KindUpdateProject:
+		err = decodeThen(rec, a.updateProject)
+	case KindEmptyTrash:
+		return nil // a cut-off: it writes nothing
 	default:
 		// A kind this build does not know is at a format version it claims
 		// to read: apply nothing rather than guess.
@@ -84,6 +90,11 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	}
 	if err != nil {
 		return err
+	}
+	if a.hist.rows() > 0 {
+		if err := a.recordBy(rec.By); err != nil {
+			return err
+		}
 	}
 	return a.finish()
 }

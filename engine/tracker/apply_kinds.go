@@ -141,20 +141,6 @@ func (a *apply) mirror(m *mirrorEdges) error {
 	return nil
 }
 
-func (a *apply) comment(c *comment) error {
-	it, err := a.item(c.ID)
-	if err != nil || it == nil {
-		return err
-	}
-	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_comments(item, seq, author, body, at) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
-		it.ID, a.seq, c.Author, c.Body, a.ts); err != nil {
-		return err
-	}
-	a.change(it, "comment", "", c.Author)
-	it.reindex = true
-	return nil
-}
-
 func (a *apply) mark(m *mark) error {
 	it, err := a.item(m.ID)
 	if err != nil || it == nil {

@@ -112,7 +112,7 @@ func (a *apply) destroy(it *itemRow) error {
 	for _, del := range []string{
 		`DELETE FROM tracker_tags WHERE item = ?`, `DELETE FROM tracker_watchers WHERE item = ?`,
 		`DELETE FROM tracker_edges WHERE item = ?`, `DELETE FROM tracker_comments WHERE item = ?`,
-		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
+		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_comment_versions WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
 		`DELETE FROM tracker_item_fields WHERE id = ?`,
 	} {
 		if _, err := a.at.Exec(a.ctx, a.tx, del, it.ID); err != nil {
@@ -186,6 +186,7 @@ func (a *apply) bulk(b *bulkUpdate) error {
 	}
 	for _, it := range its {
 		a.setField(it, "status", &it.Status, b.Status)
+		a.setField(it, "assignee", &it.Assignee, b.Assignee)
 		for _, t := range b.AddTags {
 			a.addTag(it, t)
 		}

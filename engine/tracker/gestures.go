@@ -23,6 +23,8 @@ type walk struct {
 	oneSided []string
 	// single says the walk was one record: its answer reports no steps.
 	single bool
+	// created are the items a bulk create's steps filed, in order.
+	created []string
 }
 
 // pendingStepWait bounds how long a gesture waits for a pending step's
@@ -482,6 +484,12 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		if errors.Is(err, sql.ErrNoRows) {
 			return engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects.", to)
 		}
+		if err != nil {
+			return err
+		}
+		_, err = s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+			return checkOpenProject(ctx, tx, to)
+		})
 		return err
 	}); err != nil {
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
@@ -677,96 +685,31 @@ func (s *Service) PurgeWorkItem(ctx context.Context, w engine.WriteOptions, key 
 		if err != nil {
 			return nil, err
 		}
-		var project string
-		if err := tx.QueryRowContext(ctx, `SELECT project FROM tracker_items WHERE id = ?`, id).Scan(&project); err != nil {
-			return nil, err
-		}
-		touched, err := queryStrings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
-			UNION SELECT id FROM tracker_items WHERE parent = ?1 OR merged_into = ?1 ORDER BY 1`, id)
-		if err != nil {
-			return nil, err
-		}
-		scope := []string{"item:" + id}
-		if len(touched) > maxScopeNames {
-			scope = append(scope, "project:"+project)
-			touched = nil
-		}
-		for _, t := range touched {
-			scope = append(scope, "item:"+t)
-		}
-		return &statelog.Proposal{Kind: KindPurge, Subject: itemSubject(id), Scope: scope, Payload: purge{ID: id}}, nil
+		return s.purgeProposal(ctx, tx, id)
 	})
 	return PurgeResult{WriteResult: wr.WriteResult, Key: key}, err
 }
 
-// BulkPatch is what BulkUpdate applies to every item it names.
-type BulkPatch struct {
-	AddTags     []string
-	AddWatchers []string
-	Status      *string
-}
-
-// BulkUpdate applies one patch to many items of a project. It is written
-// as records of at most statelog.MaxTxRows rows each, one step per chunk
-// named by the chunk's first item, so no apply transaction it causes
-// holds the database's write lock for more than one of them.
-func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project string, keys []string, p BulkPatch) (ItemWrite, error) {
-	if !projectKeyRE.MatchString(project) {
-		return ItemWrite{}, invalid("project %q is not a project key (e.g. ENG).", project)
+// purgeProposal is the purge record of item id: its scope names every
+// task it rewrites, or their project once there are more than
+// maxScopeNames.
+func (s *Service) purgeProposal(ctx context.Context, tx *sql.Tx, id string) (*statelog.Proposal, error) {
+	var project string
+	if err := tx.QueryRowContext(ctx, `SELECT project FROM tracker_items WHERE id = ?`, id).Scan(&project); err != nil {
+		return nil, err
 	}
-	if len(keys) == 0 || len(keys) > MaxBulkItems {
-		return ItemWrite{}, invalid("give 1 to %d items.", MaxBulkItems)
-	}
-	if err := checkTags(p.AddTags); err != nil {
-		return ItemWrite{}, err
-	}
-	if err := checkTags(p.AddWatchers); err != nil {
-		return ItemWrite{}, err
-	}
-	if p.Status != nil {
-		if err := checkStatus(*p.Status); err != nil {
-			return ItemWrite{}, err
-		}
-	}
-	op, err := s.opFor(ctx, w, "bulk", project)
+	touched, err := queryStrings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
+		UNION SELECT id FROM tracker_items WHERE parent = ?1 OR merged_into = ?1 ORDER BY 1`, id)
 	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+		return nil, err
 	}
-	var ids []string
-	err = s.replica.Settle(ctx, func(ctx context.Context) error {
-		ids = make([]string, 0, len(keys))
-		_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
-			for _, k := range keys {
-				id, err := s.resolve(ctx, tx, k)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	scope := []string{"item:" + id}
+	if len(touched) > maxScopeNames {
+		scope = append(scope, "project:"+project)
+		touched = nil
 	}
-	// Rows one item costs: its row, a child row and a history row per tag
-	// and watcher, a history row for the status.
-	per := 1 + 2*(len(p.AddTags)+len(p.AddWatchers))
-	if p.Status != nil {
-		per++
+	for _, t := range touched {
+		scope = append(scope, "item:"+t)
 	}
-	chunk := max(1, statelog.MaxTxRows/per)
-	wk := s.newWalk(op)
-	for start := 0; start < len(ids); start += chunk {
-		part := ids[start:min(start+chunk, len(ids))]
-		ok, err := wk.step(ctx, "bulk", part[0], fmt.Sprintf("%d items from %s", len(part), keys[start]), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: KindBulkUpdate, Subject: projectSubject(project), Scope: []string{"project:" + project},
-				Payload: bulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status}}, nil
-		})
-		if !ok {
-			return wk.answer(), err
-		}
-	}
-	return wk.answer(), nil
+	return &statelog.Proposal{Kind: KindPurge, Subject: itemSubject(id), Scope: scope, Payload: purge{ID: id}}, nil
 }

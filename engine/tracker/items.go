@@ -121,6 +121,9 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkOpenProject(ctx, tx, in.Project); err != nil {
+		return nil, err
+	}
 	c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
 		Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
 	scope := []string{"project:" + in.Project, "item:" + id}
@@ -347,21 +350,8 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
 			return scope, err
 		}
-		rows, err := s.replica.Query(ctx, tx, `SELECT author, body, at FROM (SELECT author, body, at, seq FROM tracker_comments WHERE item = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq`, id, MaxReadComments)
-		if err != nil {
-			return scope, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c Comment
-			var at int64
-			if err := rows.Scan(&c.Author, &c.Body, &at); err != nil {
-				return scope, err
-			}
-			c.At = time.Unix(0, at).UTC()
-			out.Comments = append(out.Comments, c)
-		}
-		return scope, rows.Err()
+		out.Comments, err = s.readComments(ctx, tx, `c.item = ?`, id, MaxReadComments)
+		return scope, err
 	})
 	out.ReadInfo = info
 	return out, err

@@ -162,4 +162,6 @@ type bulkUpdate struct {
 	AddTags     []string `json:"add_tags,omitempty"`
 	AddWatchers []string `json:"add_watchers,omitempty"`
 	Status      *string  `json:"status,omitempty"`
+	// Assignee is carried by tracker.bulk_set only.
+	Assignee *string `json:"assignee,omitempty"`
 }

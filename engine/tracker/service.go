@@ -150,26 +150,7 @@ func getProject(ctx context.Context, q interface {
 	return p, err
 }
 
-// ListProjects lists every project.
+// ListProjects lists the projects that are not archived.
 func (s *Service) ListProjects(ctx context.Context, r engine.ReadOptions) (ProjectList, error) {
-	out := ProjectList{Projects: []Project{}}
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT key, name, last_number, active, max(version, scoped_through), created_at FROM tracker_projects ORDER BY key`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p Project
-			var created int64
-			if err := rows.Scan(&p.Key, &p.Name, &p.LastNumber, &p.TaskCounts.Active, &p.Version, &created); err != nil {
-				return err
-			}
-			p.CreatedAt = time.Unix(0, created).UTC()
-			out.Projects = append(out.Projects, p)
-		}
-		return rows.Err()
-	})
-	out.ReadInfo = info
-	return out, err
+	return s.ListProjectsIn(ctx, r, false)
 }

@@ -38,10 +38,14 @@ type Project struct {
 	// (not counting the trash), computed by the apply.
 	TaskCounts TaskCounts `json:"task_counts"`
 	CreatedAt  time.Time  `json:"created_at"`
+	// Archived projects take no new items (update_project).
+	Archived bool `json:"archived,omitempty"`
 }
 
 // WorkItem is one tracked piece of work. Version is the stream sequence of
-// the last record about the item itself; if_match compares against it.
+// the last record about the item itself; if_match compares against it. It
+// covers the item's own fields, status, tags, watchers, edges and parent:
+// a comment (added, edited or deleted) never moves it.
 type WorkItem struct {
 	ID          string    `json:"id"`
 	Key         string    `json:"key"`
@@ -78,11 +82,14 @@ type Edge struct {
 	Mirror bool   `json:"mirror,omitempty"`
 }
 
-// Comment is one comment on an item.
+// Comment is one comment on an item. ID is the sequence of the record
+// that added it; Version that of the record that last edited it.
 type Comment struct {
-	Author string    `json:"author"`
-	Body   string    `json:"body"`
-	At     time.Time `json:"at"`
+	ID      uint64    `json:"id"`
+	Version uint64    `json:"version"`
+	Author  string    `json:"author"`
+	Body    string    `json:"body"`
+	At      time.Time `json:"at"`
 }
 
 // TaskCounts are a project's computed counts.

@@ -1,0 +1,109 @@
+package tracker
+
+// The bulk update: one patch over many items of a project, written in
+// chunks that each fit one apply transaction.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
+)
+
+// BulkPatch is what BulkUpdate applies to every item it names.
+type BulkPatch struct {
+	AddTags     []string
+	AddWatchers []string
+	Status      *string
+	// Assignee (a tracker.bulk_set record) sets who holds every item.
+	Assignee *string
+}
+
+// BulkUpdate applies one patch to many items of a project. It is written
+// as records of at most statelog.MaxTxRows rows each, one step per chunk
+// named by the chunk's first item, so no apply transaction it causes
+// holds the database's write lock for more than one of them.
+func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project string, keys []string, p BulkPatch) (ItemWrite, error) {
+	if !projectKeyRE.MatchString(project) {
+		return ItemWrite{}, invalid("project %q is not a project key (e.g. ENG).", project)
+	}
+	if len(keys) == 0 || len(keys) > MaxBulkItems {
+		return ItemWrite{}, invalid("give 1 to %d items.", MaxBulkItems)
+	}
+	if err := checkBulkPatch(p); err != nil {
+		return ItemWrite{}, err
+	}
+	op, err := s.opFor(ctx, w, "bulk", project)
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
+	}
+	var ids []string
+	err = s.replica.Settle(ctx, func(ctx context.Context) error {
+		ids = make([]string, 0, len(keys))
+		_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
+			for _, k := range keys {
+				id, err := s.resolve(ctx, tx, k)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	}
+	return s.bulkSteps(ctx, op, project, ids, keys, p)
+}
+
+func checkBulkPatch(p BulkPatch) error {
+	if err := checkTags(p.AddTags); err != nil {
+		return err
+	}
+	if err := checkTags(p.AddWatchers); err != nil {
+		return err
+	}
+	if p.Assignee != nil {
+		if err := checkText("assignee", *p.Assignee, MaxAssigneeBytes, false); err != nil {
+			return err
+		}
+	}
+	if p.Status != nil {
+		return checkStatus(*p.Status)
+	}
+	return nil
+}
+
+// bulkSteps writes a bulk update of ids (keys label them) in chunks,
+// telling ctx's progress after each.
+func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string, ids, keys []string, p BulkPatch) (ItemWrite, error) {
+	// Rows one item costs: its row, a child row and a history row per tag
+	// and watcher, a history row for the status and for the assignee.
+	per := 1 + 2*(len(p.AddTags)+len(p.AddWatchers))
+	if p.Status != nil {
+		per++
+	}
+	kind := KindBulkUpdate
+	if p.Assignee != nil {
+		per, kind = per+1, KindBulkSet
+	}
+	chunk := max(1, statelog.MaxTxRows/per)
+	wk := s.newWalk(op)
+	engine.ReportProgress(ctx, 0, len(ids))
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		ok, err := wk.step(ctx, "bulk", part[0], fmt.Sprintf("%d items from %s", len(part), keys[start]), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+			return &statelog.Proposal{Kind: kind, Subject: projectSubject(project), Scope: []string{"project:" + project},
+				Payload: bulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status, Assignee: p.Assignee}}, nil
+		})
+		if !ok {
+			return wk.answer(), err
+		}
+		engine.ReportProgress(ctx, start+len(part), len(ids))
+	}
+	return wk.answer(), nil
+}
