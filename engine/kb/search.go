@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -60,12 +61,12 @@ func matchQuery(q string) []string {
 // the two groups' scores are on different scales.
 const (
 	titleRankSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f
-	WHERE kb_titles_fts MATCH ?1 ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND f.rowid NOT IN (SELECT p.n FROM kb_trash t JOIN kb_pages p ON p.id = t.id) ORDER BY f.rank LIMIT ?2`
 	titleRankInSpaceSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 AND p.id NOT IN (SELECT id FROM kb_trash) ORDER BY f.rank LIMIT ?2`
 	rankSQL = `SELECT f.rowid, f.rank, p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) ORDER BY f.rank LIMIT ?2`
+	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) AND p.id NOT IN (SELECT id FROM kb_trash) ORDER BY f.rank LIMIT ?2`
 	titleHitSQL = `SELECT p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts JOIN kb_pages p ON p.n = kb_pages_fts.rowid WHERE kb_pages_fts MATCH ?1 AND kb_pages_fts.rowid = ?2`
 )
@@ -113,15 +114,27 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 			return SearchResult{}, err
 		}
 	}
-	if q.Limit == 0 {
-		q.Limit = DefaultSearchLimit
+	if err := checkLimit(&q.Limit, DefaultSearchLimit, MaxSearchLimit); err != nil {
+		return SearchResult{}, err
 	}
-	if q.Limit < 0 || q.Limit > MaxSearchLimit {
-		return SearchResult{}, invalid("limit %d is out of range; give 1 to %d.", q.Limit, MaxSearchLimit)
+	pg, err := openCursor(q.Cursor, fingerprint("search_knowledge", q.Query, q.Space))
+	if err != nil {
+		return SearchResult{}, err
+	}
+	offset, err := pg.afterInt()
+	if err != nil {
+		return SearchResult{}, err
+	}
+	if offset > MaxSearchOffset {
+		return SearchResult{}, invalid("the cursor is %d hits deep, past the %d search_knowledge pages to; narrow the query with more words or a space.", offset, MaxSearchOffset)
 	}
 	all := strings.Join(phrases, " ")
-	r = linearizable(r)
+	// A seat's floor is not waited for (the note says why); a later
+	// page's is, since the first page was read at it.
 	r.MinPosition = nil
+	r = pg.floor(r)
+	page, want := q.Limit, int(offset)+q.Limit+1
+	q.Limit = want
 	out := SearchResult{Hits: []Hit{}}
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		if q.Space != "" {
@@ -164,5 +177,16 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 	})
 	info.Note = SearchNote
 	out.ReadInfo = info
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// The page is a slice of the ranking read now; the cursor carries
+	// where it ended as an offset (a ranking has no key an insert cannot
+	// move: bm25 scores change with the corpus).
+	more := len(out.Hits) == want
+	out.Hits = out.Hits[min(int(offset), len(out.Hits)):min(int(offset)+page, len(out.Hits))]
+	if more {
+		out.NextCursor = pg.next(info, strconv.Itoa(int(offset)+page))
+	}
+	return out, nil
 }
