@@ -24,6 +24,8 @@ const (
 	// kindStrings and kindEdges are lists (params_list.go).
 	kindStrings
 	kindEdges
+	// kindBool is a JSON true or false (params_bool.go).
+	kindBool
 )
 
 func (k kind) String() string {
@@ -34,6 +36,8 @@ func (k kind) String() string {
 		return "an array of strings"
 	case kindEdges:
 		return "an array of {kind, key} objects"
+	case kindBool:
+		return "a boolean"
 	}
 	return "a string"
 }
@@ -96,6 +100,8 @@ func schemaOptions(params []param) []mcp.ToolOption {
 			opts = append(opts, mcp.WithInteger(p.name, po...))
 		case kindStrings, kindEdges:
 			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
+		case kindBool:
+			opts = append(opts, mcp.WithBoolean(p.name, po...))
 		}
 	}
 	opts = append(opts, mcp.WithSchemaAdditionalProperties(false))
@@ -227,6 +233,8 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 		return n, nil
 	case kindStrings, kindEdges:
 		return parseList(p, v)
+	case kindBool:
+		return parseBool(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }

@@ -71,7 +71,7 @@ func (s *Service) CommentOnPage(ctx context.Context, w engine.WriteOptions, in C
 		return &statelog.Proposal{Kind: KindComment, Subject: commentSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(in.Page)},
 			Payload: comment{ID: id, Page: in.Page, Author: author, Body: in.Body, Delete: in.Delete}}, nil
 	})
-	out := CommentWrite{WriteResult: wr.WriteResult, Page: in.Page}
+	out := CommentWrite{WriteResult: wr.WriteResult}
 	if err != nil || wr.Outcome != engine.Applied {
 		return out, err
 	}

@@ -225,7 +225,7 @@ func (s *Service) ListPageVersions(ctx context.Context, r engine.ReadOptions, id
 	if before == 0 {
 		before = 1<<63 - 1
 	}
-	out := VersionList{ID: id, Versions: []PageVersion{}}
+	out := VersionList{Versions: []PageVersion{}}
 	more := false
 	info, err := s.replica.Read(ctx, pg.floor(r), func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := s.getPage(ctx, tx, id); errors.Is(err, sql.ErrNoRows) {

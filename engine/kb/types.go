@@ -124,7 +124,7 @@ type PageFilter struct {
 // SearchQuery is the input of search_knowledge. Query is words, matched as
 // words (never as search syntax); a word ending in * matches as a prefix.
 type SearchQuery struct {
-	Query string
+	Query  string
 	Space  string
 	Limit  int
 	Cursor string

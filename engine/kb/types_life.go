@@ -56,7 +56,6 @@ type Comment struct {
 // after the write (absent after a delete).
 type CommentWrite struct {
 	engine.WriteResult
-	Page    string   `json:"page"`
 	Comment *Comment `json:"comment,omitempty"`
 }
 
@@ -78,7 +77,6 @@ type PageVersion struct {
 // VersionList answers list_page_versions, newest first.
 type VersionList struct {
 	engine.ReadInfo
-	ID         string        `json:"id"`
 	Versions   []PageVersion `json:"versions"`
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
