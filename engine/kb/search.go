@@ -137,43 +137,9 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 	q.Limit = want
 	out := SearchResult{Hits: []Hit{}}
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
-		if q.Space != "" {
-			if _, err := getSpace(ctx, tx, q.Space); err == sql.ErrNoRows {
-				return notFoundSpace(q.Space)
-			} else if err != nil {
-				return err
-			}
-		}
-		titles, err := titleRank(ctx, tx, all, q.Space, q.Limit)
-		if err != nil {
-			return err
-		}
-		for _, r := range titles {
-			h := Hit{TitleMatch: true, Score: r.score}
-			if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
-				return err
-			}
-			out.Hits = append(out.Hits, h)
-		}
-		if len(titles) == q.Limit {
-			return nil
-		}
-		rows, err := tx.QueryContext(ctx, rankSQL, all, q.Limit+len(titles), q.Space)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() && len(out.Hits) < q.Limit {
-			var n int64
-			var h Hit
-			if err := rows.Scan(&n, &h.Score, &h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
-				return err
-			}
-			if !slices.ContainsFunc(titles, func(r ranked) bool { return r.n == n }) {
-				out.Hits = append(out.Hits, h)
-			}
-		}
-		return rows.Err()
+		var err error
+		out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit)
+		return err
 	})
 	info.Note = SearchNote
 	out.ReadInfo = info
@@ -189,4 +155,46 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 		out.NextCursor = pg.next(info, strconv.Itoa(int(offset)+page))
 	}
 	return out, nil
+}
+
+// rank reads the best limit hits for the match, title matches first.
+func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit int) ([]Hit, error) {
+	hits := []Hit{}
+	if space != "" {
+		if _, err := getSpace(ctx, tx, space); err == sql.ErrNoRows {
+			return nil, notFoundSpace(space)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	titles, err := titleRank(ctx, tx, all, space, limit)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range titles {
+		h := Hit{TitleMatch: true, Score: r.score}
+		if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	if len(titles) == limit {
+		return hits, nil
+	}
+	rows, err := tx.QueryContext(ctx, rankSQL, all, limit+len(titles), space)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() && len(hits) < limit {
+		var n int64
+		var h Hit
+		if err := rows.Scan(&n, &h.Score, &h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(titles, func(r ranked) bool { return r.n == n }) {
+			hits = append(hits, h)
+		}
+	}
+	return hits, rows.Err()
 }
