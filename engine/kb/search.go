@@ -3,6 +3,7 @@ package kb
 import (
 	"context"
 	"database/sql"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,12 +62,12 @@ func matchQuery(q string) []string {
 // the two groups' scores are on different scales.
 const (
 	titleRankSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f
-	WHERE kb_titles_fts MATCH ?1 AND f.rowid NOT IN (SELECT p.n FROM kb_trash t JOIN kb_pages p ON p.id = t.id) ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND f.rowid NOT IN (SELECT p.n FROM kb_trash t JOIN kb_pages p ON p.id = t.id) AND f.rowid <= ?4 ORDER BY f.rank LIMIT ?2`
 	titleRankInSpaceSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 AND p.id NOT IN (SELECT id FROM kb_trash) ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 AND p.id NOT IN (SELECT id FROM kb_trash) AND p.n <= ?4 ORDER BY f.rank LIMIT ?2`
 	rankSQL = `SELECT f.rowid, f.rank, p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) AND p.id NOT IN (SELECT id FROM kb_trash) ORDER BY f.rank LIMIT ?2`
+	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) AND p.id NOT IN (SELECT id FROM kb_trash) AND p.n <= ?4 ORDER BY f.rank LIMIT ?2`
 	titleHitSQL = `SELECT p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts JOIN kb_pages p ON p.n = kb_pages_fts.rowid WHERE kb_pages_fts MATCH ?1 AND kb_pages_fts.rowid = ?2`
 )
@@ -76,12 +77,12 @@ type ranked struct {
 	score float64
 }
 
-func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int) ([]ranked, error) {
+func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int, maxN int64) ([]ranked, error) {
 	q := titleRankSQL
 	if space != "" {
 		q = titleRankInSpaceSQL
 	}
-	rows, err := tx.QueryContext(ctx, q, match, limit, space)
+	rows, err := tx.QueryContext(ctx, q, match, limit, space, maxN)
 	if err != nil {
 		return nil, err
 	}
@@ -133,12 +134,20 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 	// page's is, since the first page was read at it.
 	r.MinPosition = nil
 	r = pg.floor(r)
+	// Later pages rank only the pages that existed when the first was
+	// read (a page's n is the sequence that created it): one created
+	// between two pages neither shows up in the middle nor shifts the
+	// offset of the rest.
+	maxN := int64(math.MaxInt64)
+	if pg.at != nil {
+		maxN = int64(pg.at.Seq)
+	}
 	page, want := q.Limit, int(offset)+q.Limit+1
 	q.Limit = want
 	out := SearchResult{Hits: []Hit{}}
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit)
+		out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit, maxN)
 		return err
 	})
 	info.Note = SearchNote
@@ -158,7 +167,7 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 }
 
 // rank reads the best limit hits for the match, title matches first.
-func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit int) ([]Hit, error) {
+func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit int, maxN int64) ([]Hit, error) {
 	hits := []Hit{}
 	if space != "" {
 		if _, err := getSpace(ctx, tx, space); err == sql.ErrNoRows {
@@ -167,7 +176,7 @@ func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit
 			return nil, err
 		}
 	}
-	titles, err := titleRank(ctx, tx, all, space, limit)
+	titles, err := titleRank(ctx, tx, all, space, limit, maxN)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +190,7 @@ func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit
 	if len(titles) == limit {
 		return hits, nil
 	}
-	rows, err := tx.QueryContext(ctx, rankSQL, all, limit+len(titles), space)
+	rows, err := tx.QueryContext(ctx, rankSQL, all, limit+len(titles), space, maxN)
 	if err != nil {
 		return nil, err
 	}
