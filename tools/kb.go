@@ -23,6 +23,12 @@ type KB interface {
 	UpdatePage(ctx context.Context, w engine.WriteOptions, id string, ifMatch uint64, p kb.PagePatch) (kb.PageWrite, error)
 	SearchKnowledge(ctx context.Context, r engine.ReadOptions, q kb.SearchQuery) (kb.SearchResult, error)
 	PurgePage(ctx context.Context, w engine.WriteOptions, id string) (kb.PurgeWrite, error)
+	// The lifecycle (kb_life.go).
+	ListSpacesPage(ctx context.Context, r engine.ReadOptions, f kb.SpaceFilter) (kb.SpaceList, error)
+	GetSpace(ctx context.Context, r engine.ReadOptions, key string) (kb.SpaceRead, error)
+	FindPage(ctx context.Context, r engine.ReadOptions, q kb.PageQuery) (kb.PageRead, error)
+	ListPageVersions(ctx context.Context, r engine.ReadOptions, id, cursor string, limit int) (kb.VersionList, error)
+	CommentOnPage(ctx context.Context, w engine.WriteOptions, in kb.CommentEdit) (kb.CommentWrite, error)
 }
 
 var _ KB = (*kb.Service)(nil)
@@ -52,6 +58,9 @@ func init() {
 		Entry{Build: CreatePage, Needs: kb, Toolset: ToolsetKB},
 		Entry{Build: UpdatePage, Needs: kb, Toolset: ToolsetKB},
 		Entry{Build: PurgePage, OperatorOnly: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: GetSpace, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: ListPageVersions, Read: true, Needs: kb, Toolset: ToolsetKB},
+		Entry{Build: CommentOnPage, Needs: kb, Toolset: ToolsetKB},
 	)
 }
 
@@ -61,19 +70,23 @@ func (d Deps) kb() KB {
 }
 
 var (
-	spaceKeyDesc = "Space key: 2 to 10 upper-case letters and digits, starting with a letter (for example DOCS); list_spaces lists them."
-	pageIDDesc   = "Page id, as create_page, list_pages and search_knowledge answer it (pg_ followed by 32 hex digits)."
-	editingDesc  = "Editing setting of the space: open (its pages take edits) or locked (its pages refuse create, update and move until it is opened again)."
+	spaceKeyDesc = "Space key: 2-10 upper-case letters and digits, a letter first (DOCS)."
+	pageIDDesc   = "Page id: pg_ and 32 hex digits."
+	editingDesc  = "open: pages take edits; locked: they refuse create, update and move."
 )
 
-// ListSpaces is list_spaces {}.
+// ListSpaces is list_spaces {include_archived, limit, cursor}.
 func ListSpaces(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	var params []param
+	params := []param{
+		{name: "include_archived", kind: kindBool, desc: "Archived spaces too."},
+		kbLimitParam, kbCursorParam,
+	}
 	tool := newTool(NameListSpaces,
-		"List every knowledge-base space: key, name, settings, page count and version.",
+		"List knowledge-base spaces by key: name, settings, page count and version.",
 		params, readAnnotations("List spaces"), outputSchema[kb.SpaceList]())
-	return tool, d.readHandler(NameListSpaces, params, nil, func(ctx context.Context, _ args) (any, error) {
-		res, err := d.kb().ListSpaces(ctx, d.readOptions(ctx, engine.StreamPages))
+	return tool, d.readHandler(NameListSpaces, params, nil, func(ctx context.Context, a args) (any, error) {
+		res, err := d.kb().ListSpacesPage(ctx, d.readOptions(ctx, engine.StreamPages),
+			kb.SpaceFilter{IncludeArchived: a.flag("include_archived"), Limit: int(a.uint("limit")), Cursor: a.str("cursor")})
 		if res.Spaces == nil {
 			res.Spaces = []kb.Space{}
 		}
@@ -109,6 +122,7 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "name", kind: kindString, nonEmpty: true, maxBytes: kb.MaxNameBytes, desc: "New display name."},
 		{name: "page_template", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "Markdown a new page starts with when created without a body."},
 		{name: "editing", kind: kindString, enum: kb.EditingValues, desc: "" + editingDesc},
+		{name: "archived", kind: kindBool, desc: "true refuses new pages and hides it; false undoes."},
 	})
 	tool := newTool(NameUpdateSpace,
 		d.writeDesc("Change a space's name or settings; pass only what changes. A settings change covers every page of the space."),
@@ -120,8 +134,8 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		if r := checkSpaceKey("key", a.str("key")); r != nil {
 			return r
 		}
-		if !a.has("name") && !a.has("page_template") && !a.has("editing") {
-			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of name, page_template, editing.")
+		if !a.has("name") && !a.has("page_template") && !a.has("editing") && !a.has("archived") {
+			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of name, page_template, editing, archived.")
 		}
 		return nil
 	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
@@ -129,6 +143,7 @@ func UpdateSpace(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 			Name:         a.strPtr("name"),
 			PageTemplate: a.strPtr("page_template"),
 			Editing:      a.strPtr("editing"),
+			Archived:     a.boolPtr("archived"),
 		})
 		d.explain(&res.WriteResult)
 		return res.WriteResult, res, err
@@ -144,7 +159,7 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Id of the page (same space) to file it under; empty: top level."},
 	})
 	tool := newTool(NameCreatePage,
-		d.writeDesc("Create a page in a space, at the top or under a parent page. Answers the page with its id and version (update_page's if_match)."),
+		d.writeDesc("Create a page in a space, at the top or under a parent page; answers its id and version."),
 		params,
 		// Not idempotent: each call without op_id creates another page.
 		writeAnnotations("Create page", false),
@@ -157,14 +172,24 @@ func CreatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		})
 }
 
-// GetPage is get_page {id}.
+// GetPage is get_page {id | title+space, version}.
 func GetPage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := []param{{name: "id", kind: kindString, required: true, nonEmpty: true, maxBytes: 64, desc: pageIDDesc}}
+	params := []param{
+		{name: "id", kind: kindString, nonEmpty: true, maxBytes: 64, desc: pageIDDesc},
+		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "Or: exact title (with space)."},
+		{name: "space", kind: kindString, maxBytes: maxProjectKey, desc: "With title."},
+		{name: "version", kind: kindInteger, min: 1, desc: "This version (list_page_versions)."},
+	}
 	tool := newTool(NameGetPage,
-		"Get one page by id: title, Markdown body, space, parent and version (update_page takes it as if_match).",
+		"Get one page: title, Markdown body, space, parent, version (update_page's if_match) and comments.",
 		params, readAnnotations("Get page"), outputSchema[kb.PageRead]())
 	return tool, d.readHandler(NameGetPage, params, nil, func(ctx context.Context, a args) (any, error) {
-		return d.kb().GetPage(ctx, d.readOptions(ctx, engine.StreamPages), a.str("id"))
+		res, err := d.kb().FindPage(ctx, d.readOptions(ctx, engine.StreamPages),
+			kb.PageQuery{ID: a.str("id"), Title: a.str("title"), Space: a.str("space"), Version: a.uint("version")})
+		if res.Comments == nil {
+			res.Comments = []kb.Comment{}
+		}
+		return res, err
 	})
 }
 
@@ -173,17 +198,13 @@ func ListPages(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{
 		{name: "space", kind: kindString, required: true, nonEmpty: true, maxBytes: maxProjectKey, desc: "Key of the space to list (for example DOCS)."},
 		{name: "parent", kind: kindString, maxBytes: 64, desc: "Absent: every page; empty: top-level pages only; a page id: its children."},
-		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxListLimit, desc: fmt.Sprintf("At most this many pages (1 to %d, default %d).", kb.MaxListLimit, kb.DefaultListLimit)},
-		{name: "cursor", kind: kindString, maxBytes: 1024, desc: "next_cursor of the previous page."},
+		kbLimitParam, kbCursorParam,
 	}
 	tool := newTool(NameListPages,
-		"List a space's pages in creation order, without bodies, with parent and child count; pass next_cursor as cursor for more.",
+		"List a space's pages (no bodies) in creation order, with parent and child count.",
 		params, readAnnotations("List pages"), outputSchema[kb.PageList]())
 	return tool, d.readHandler(NameListPages, params, func(a args) *engine.Refusal { return checkSpaceKey("space", a.str("space")) }, func(ctx context.Context, a args) (any, error) {
-		f := kb.PageFilter{Space: a.str("space"), Parent: a.strPtr("parent"), Limit: kb.DefaultListLimit, Cursor: a.str("cursor")}
-		if a.has("limit") {
-			f.Limit = int(a.uint("limit"))
-		}
+		f := kb.PageFilter{Space: a.str("space"), Parent: a.strPtr("parent"), Limit: int(a.uint("limit")), Cursor: a.str("cursor")}
 		res, err := d.kb().ListPages(ctx, d.readOptions(ctx, engine.StreamPages), f)
 		if res.Pages == nil {
 			res.Pages = []kb.PageSummary{}
@@ -199,27 +220,40 @@ func UpdatePage(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "if_match", kind: kindInteger, min: 1, desc: "Optional: the version you read (get_page); refused stale if it moved."},
 		{name: "title", kind: kindString, nonEmpty: true, maxBytes: kb.MaxTitleBytes, desc: "New title."},
 		{name: "body", kind: kindString, long: true, maxBytes: kb.MaxBodyBytes, desc: "New Markdown body, replacing the whole body; empty clears it."},
-		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move the page and its subtree under this page of the same space; empty: to the top."},
+		{name: "parent", kind: kindString, maxBytes: 64, desc: "Move it and its subtree under this page; empty: to the top."},
+		{name: "space", kind: kindString, maxBytes: maxProjectKey, desc: "Move it and its subtree to this space."},
+		{name: "trashed", kind: kindBool, desc: "Alone. true: trash it and its subtree; false: restore."},
 	})
 	tool := newTool(NameUpdatePage,
-		d.writeDesc("Change a page's title, body or parent within its space: pass only what changes (and if_match). Answers the page at its new version."),
+		d.writeDesc("Change a page's title, body, parent or space, or trash it: pass only what changes (and if_match)."),
 		params,
-		// Not destructive: it replaces only the named fields, only at the
-		// version the caller read, and every prior version stays in the log.
-		// Idempotent: a repeat names a version no longer current and is
-		// refused stale.
-		writeAnnotations("Update page", true),
+		// Destructive: trashed takes the page and its subtree out of every
+		// listing and search (a restore brings them back; every version
+		// stays). Idempotent: a repeat names a version no longer current
+		// and is refused stale, a second trash is refused.
+		[]mcp.ToolOption{
+			mcp.WithTitleAnnotation("Update page"),
+			mcp.WithReadOnlyHintAnnotation(false),
+			mcp.WithDestructiveHintAnnotation(true),
+			mcp.WithIdempotentHintAnnotation(true),
+			mcp.WithOpenWorldHintAnnotation(false),
+		},
 		outputSchema[kb.PageWrite]())
 	return tool, d.writeHandler(NameUpdatePage, params, func(a args) *engine.Refusal {
-		if !a.has("title") && !a.has("body") && !a.has("parent") {
-			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of title, body, parent.")
+		if !a.has("title") && !a.has("body") && !a.has("parent") && !a.has("space") && !a.has("trashed") {
+			return engine.Refuse(engine.CodeInvalidArgument, "Nothing to change: pass at least one of title, body, parent, space, trashed.")
+		}
+		if a.has("space") {
+			return checkSpaceKey("space", a.str("space"))
 		}
 		return nil
 	}, func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error) {
 		res, err := d.kb().UpdatePage(ctx, w, a.str("id"), a.uint("if_match"), kb.PagePatch{
-			Title:  a.strPtr("title"),
-			Body:   a.strPtr("body"),
-			Parent: a.strPtr("parent"),
+			Title:   a.strPtr("title"),
+			Body:    a.strPtr("body"),
+			Parent:  a.strPtr("parent"),
+			Space:   a.strPtr("space"),
+			Trashed: a.boolPtr("trashed"),
 		})
 		d.explain(&res.WriteResult)
 		return res.WriteResult, res, err
@@ -232,6 +266,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		{name: "query", kind: kindString, required: true, nonEmpty: true, maxBytes: kb.MaxQueryBytes, desc: "Words to find in titles and bodies; all must appear. Taken as words, never syntax; a trailing * matches a prefix."},
 		{name: "space", kind: kindString, maxBytes: maxProjectKey, desc: "Only pages of this space key."},
 		{name: "limit", kind: kindInteger, min: 1, max: kb.MaxSearchLimit, desc: fmt.Sprintf("At most this many results (1 to %d, default %d).", kb.MaxSearchLimit, kb.DefaultSearchLimit)},
+		kbCursorParam,
 	}
 	tool := newTool(NameSearchKnowledge,
 		"Search pages, best first (title before body); each hit has id, title and a snippet. No read-your-writes floor: a page just written may not show yet; get_page finds it.",
@@ -243,10 +278,7 @@ func SearchKnowledge(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 		return nil
 	}
 	return tool, d.readHandler(NameSearchKnowledge, params, check, func(ctx context.Context, a args) (any, error) {
-		q := kb.SearchQuery{Query: a.str("query"), Space: a.str("space"), Limit: kb.DefaultSearchLimit}
-		if a.has("limit") {
-			q.Limit = int(a.uint("limit"))
-		}
+		q := kb.SearchQuery{Query: a.str("query"), Space: a.str("space"), Limit: int(a.uint("limit")), Cursor: a.str("cursor")}
 		res, err := d.kb().SearchKnowledge(ctx, d.readOptions(ctx, engine.StreamPages), q)
 		if res.Hits == nil {
 			res.Hits = []kb.Hit{}

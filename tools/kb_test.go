@@ -12,7 +12,8 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 )
 
-var kbNames = []string{NameListSpaces, NameCreateSpace, NameUpdateSpace, NameCreatePage, NameGetPage, NameListPages, NameUpdatePage, NameSearchKnowledge, NamePurgePage}
+var kbNames = []string{NameListSpaces, NameCreateSpace, NameUpdateSpace, NameCreatePage, NameGetPage, NameListPages, NameUpdatePage, NameSearchKnowledge, NamePurgePage,
+	NameGetSpace, NameListPageVersions, NameCommentOnPage}
 
 // kbTools builds the operator set over a real node's knowledge base.
 func kbTools(t *testing.T) (*node.Node, map[string]server.ServerTool) {
@@ -59,15 +60,18 @@ func TestKBToolsInTheSet(t *testing.T) {
 
 func TestKBAnnotations(t *testing.T) {
 	want := map[string][4]bool{ // readOnly, destructive, idempotent, openWorld
-		NameListSpaces:      {true, false, true, false},
-		NameGetPage:         {true, false, true, false},
-		NameListPages:       {true, false, true, false},
-		NameSearchKnowledge: {true, false, true, false},
-		NameCreateSpace:     {false, false, true, false},
-		NameUpdateSpace:     {false, false, true, false},
-		NameCreatePage:      {false, false, false, false},
-		NameUpdatePage:      {false, false, true, false},
-		NamePurgePage:       {false, true, true, false},
+		NameListSpaces:       {true, false, true, false},
+		NameGetPage:          {true, false, true, false},
+		NameListPages:        {true, false, true, false},
+		NameSearchKnowledge:  {true, false, true, false},
+		NameCreateSpace:      {false, false, true, false},
+		NameUpdateSpace:      {false, false, true, false},
+		NameCreatePage:       {false, false, false, false},
+		NameUpdatePage:       {false, true, true, false}, // trashed
+		NameGetSpace:         {true, false, true, false},
+		NameListPageVersions: {true, false, true, false},
+		NameCommentOnPage:    {false, false, false, false},
+		NamePurgePage:        {false, true, true, false},
 	}
 	for _, st := range Set(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Operator}) {
 		w, ok := want[st.Tool.Name]

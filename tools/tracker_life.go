@@ -49,11 +49,9 @@ func init() {
 	register(
 		Entry{Build: ListWorkItemHistory, Read: true, Needs: life, Toolset: ToolsetTracker},
 		Entry{Build: GetProject, Read: true, Needs: life, Toolset: ToolsetTracker},
-		Entry{Build: UpdateProject, OperatorOnly: true, Needs: life, Toolset: ToolsetTracker},
+		Entry{Build: UpdateProject, Needs: life, Toolset: ToolsetTracker},
 		Entry{Build: EmptyTrash, OperatorOnly: true, Needs: life, Toolset: ToolsetTracker},
-		// Operator only for the seat catalogue's budget (a bulk update
-		// reaches tens of thousands of rows: an operator's act).
-		Entry{Build: BulkUpdateWorkItems, OperatorOnly: true, Needs: life, Toolset: ToolsetTracker},
+		Entry{Build: BulkUpdateWorkItems, Needs: life, Toolset: ToolsetTracker},
 		Entry{Build: BulkCreateWorkItems, Needs: life, Toolset: ToolsetTracker},
 	)
 }

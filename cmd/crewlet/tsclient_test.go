@@ -79,7 +79,7 @@ func steps() []step {
 	op := func(st step) step { st.OperatorOnly = true; return st }
 	save := func(st step, save map[string]string) step { st.Save = save; return st }
 	none := "${P}-999"
-	return append([]step{
+	return slices.Concat(append([]step{
 		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
 		s(tools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
 		s(tools.NameListProjects, map[string]any{}, expectOK),
@@ -135,6 +135,7 @@ func steps() []step {
 		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "A lost edit"}, "stale"),
 		s(tools.NameSearchKnowledge, map[string]any{"query": "Restart"}, expectOK),
 		s(tools.NameSearchKnowledge, map[string]any{"query": "()"}, "invalid_argument"),
+	}, kbLifeSteps()...), []step{
 		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, expectOK)),
 		op(s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, "deleted")),
 		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, "deleted")),
@@ -147,7 +148,27 @@ func steps() []step {
 		op(s(tools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
 		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
 		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}, lifeSteps()...)
+	}, lifeSteps())
+}
+
+// kbLifeSteps are the knowledge base's lifecycle calls, on the page and
+// space steps() made, before its purge.
+func kbLifeSteps() []step {
+	s := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect}
+	}
+	return []step{
+		s(tools.NameGetSpace, map[string]any{"key": "${S}"}, expectOK),
+		s(tools.NameGetSpace, map[string]any{"key": "${NOPROJECT}"}, "not_found"),
+		s(tools.NameGetPage, map[string]any{"title": "Runbook", "space": "${S}"}, expectOK),
+		s(tools.NameListPageVersions, map[string]any{"id": "${PAGE}", "limit": 1}, expectOK),
+		s(tools.NameListPageVersions, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
+		{Tool: tools.NameCommentOnPage, Args: map[string]any{"id": "${PAGE}", "body": "Needs a diagram."}, Expect: expectOK, Save: map[string]string{"CM": "comment.id"}},
+		s(tools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "comment_id": "${CM}", "delete": true}, expectOK),
+		s(tools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "delete": true}, "invalid_argument"),
+		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": true}, expectOK),
+		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": false}, expectOK),
+	}
 }
 
 // surface is one MCP surface of the binary, as the plans reach it.

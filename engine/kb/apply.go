@@ -141,7 +141,7 @@ var _ statelog.GatedDomain = Domain{}
 func (Domain) Name() engine.Domain { return engine.DomainPages }
 
 // Schema is the knowledge base's tables and search index.
-func (Domain) Schema() string { return schema }
+func (Domain) Schema() string { return schema + lifeSchema }
 
 // Gates is the deletion gate.
 func (Domain) Gates() []statelog.Gate { return []statelog.Gate{deletionGate{}} }
@@ -164,6 +164,9 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		return applyUpdatePage(ctx, tx, rec, at.Seq, ts)
 	case KindPurgePage:
 		return applyPurgePage(ctx, tx, rec, at.Seq, ts)
+	}
+	if ok, err := applyLife(ctx, tx, rec, at.Seq, ts); ok {
+		return err
 	}
 	// A kind this build does not know, at a format version it claims to
 	// read: apply nothing rather than guess.
@@ -189,6 +192,11 @@ func applyUpdateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq u
 	if json.Unmarshal(rec.Payload, &p) != nil {
 		return nil
 	}
+	return updateSpaceRows(ctx, tx, p, seq, ts)
+}
+
+// updateSpaceRows writes an update_space payload's changes.
+func updateSpaceRows(ctx context.Context, tx *sql.Tx, p updateSpace, seq uint64, ts int64) error {
 	if p.Editing != nil && *p.Editing != EditingOpen && *p.Editing != EditingLocked {
 		p.Editing = nil
 	}
@@ -220,9 +228,20 @@ func applyCreatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq ui
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO kb_pages(n, id, space, parent, title, body, version, created_at, updated_at)
+	res, err := tx.ExecContext(ctx, `INSERT INTO kb_pages(n, id, space, parent, title, body, version, created_at, updated_at)
 			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`, seq, p.ID, p.Space, parent, p.Title, p.Body, seq, ts, ts)
-	return err
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	// Under a parent that went into the trash before it applied, the page
+	// goes into the trash with it (restoring the parent brings it back).
+	if _, err := tx.ExecContext(ctx, `INSERT INTO kb_trash(id, seq) SELECT ?, seq FROM kb_trash WHERE id = ? ON CONFLICT DO NOTHING`, p.ID, parent); err != nil {
+		return err
+	}
+	return recordVersion(ctx, tx, rec, p.ID, seq, ts)
 }
 
 // applyUpdatePage changes a page's title and body, and its parent where
@@ -252,7 +271,10 @@ func applyUpdatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq ui
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE kb_pages SET title = coalesce(?, title), body = coalesce(?, body), parent = ?,
 			version = ?, updated_at = ? WHERE id = ?`, p.Title, p.Body, parent, seq, ts, p.ID)
-	return err
+	if err != nil {
+		return err
+	}
+	return recordVersion(ctx, tx, rec, p.ID, seq, ts)
 }
 
 // applyPurgePage writes the purge marker, re-files the page's children
@@ -283,8 +305,10 @@ func applyPurgePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uin
 		parent, seq, space, p.ID); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM kb_pages WHERE id = ?`, p.ID)
-	return err
+	if _, err = tx.ExecContext(ctx, `DELETE FROM kb_pages WHERE id = ?`, p.ID); err != nil {
+		return err
+	}
+	return forgetPage(ctx, tx, p.ID)
 }
 
 // liveParent is the parent a new page is filed under: the one it names
@@ -303,8 +327,9 @@ func liveParent(ctx context.Context, tx *sql.Tx, space, parent string) (string, 
 }
 
 // canMove reports whether page may sit under parent: the top of the space
-// always, otherwise a page of the same space that is neither page itself
-// nor below it (which would cut the subtree off in a cycle).
+// always, otherwise a page of the same space, not in the trash, that is
+// neither page itself nor below it (which would cut the subtree off in a
+// cycle).
 func canMove(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, space, page, parent string) (bool, error) {
@@ -320,7 +345,7 @@ func canMove(ctx context.Context, q interface {
 			UNION ALL
 			SELECT p.parent, up.depth + 1 FROM kb_pages p JOIN up ON p.id = up.id WHERE p.parent != '' AND up.depth < 100000
 		)
-		SELECT (SELECT count(*) FROM kb_pages WHERE id = ? AND space = ?), (SELECT count(*) FROM up WHERE id = ?)`,
+		SELECT (SELECT count(*) FROM kb_pages WHERE id = ? AND space = ? AND id NOT IN (SELECT id FROM kb_trash)), (SELECT count(*) FROM up WHERE id = ?)`,
 		parent, parent, space, page).Scan(&inSpace, &cycle)
 	if err != nil {
 		return false, err

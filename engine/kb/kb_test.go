@@ -158,7 +158,7 @@ func TestTreeMovesAndCycles(t *testing.T) {
 	_, err = svc.UpdatePage(bg, engine.WriteOptions{}, a.ID, a.Version, kb.PagePatch{Parent: ptr(a.ID)})
 	refusedWith(t, err, engine.CodeInvalidArgument, "own parent")
 	_, err = svc.UpdatePage(bg, engine.WriteOptions{}, a.ID, a.Version, kb.PagePatch{Parent: ptr(other.ID)})
-	refusedWith(t, err, engine.CodeInvalidArgument, "within its own space")
+	refusedWith(t, err, engine.CodeInvalidArgument, "update_page space moves it")
 	if lastSeq(t, n) != before {
 		t.Fatal("a refused move published")
 	}

@@ -11,20 +11,40 @@ import (
 // by default).
 func (s *Service) ReadRoutes() []rest.Route {
 	return []rest.Route{
-		{Pattern: "/api/v1/spaces", Grammar: true, Serve: s.restSpaces},
+		{Pattern: "/api/v1/spaces", Grammar: true, Keys: []string{"include_archived", "limit", "cursor"}, Serve: s.restSpaces},
+		{Pattern: "/api/v1/spaces/{key}", Grammar: true, Serve: s.restSpace},
+		{Pattern: "/api/v1/pages/{id}/versions", Grammar: true, Keys: []string{"limit", "cursor"}, Serve: s.restVersions},
 		{Pattern: "/api/v1/pages", Grammar: true, Keys: []string{"space", "parent", "limit", "cursor"}, Serve: s.restPages},
 		{Pattern: "/api/v1/pages/{id}", Grammar: true, Serve: s.restPage},
-		{Pattern: "/api/v1/search/pages", Grammar: true, Keys: []string{"q", "space", "limit"}, Serve: s.restSearch},
+		{Pattern: "/api/v1/search/pages", Grammar: true, Keys: []string{"q", "space", "limit", "cursor"}, Serve: s.restSearch},
 	}
 }
 
-// restSpaces is GET /api/v1/spaces.
+// restSpaces is GET /api/v1/spaces?include_archived=true&limit=…&cursor=….
 func (s *Service) restSpaces(ctx context.Context, q *rest.Query) (any, error) {
-	res, err := s.ListSpaces(ctx, q.Read)
+	limit, err := q.Int("limit", 1, MaxListLimit, DefaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.ListSpacesPage(ctx, q.Read, SpaceFilter{IncludeArchived: q.Str("include_archived") == "true", Limit: limit, Cursor: q.Str("cursor")})
 	if res.Spaces == nil {
 		res.Spaces = []Space{}
 	}
 	return res, err
+}
+
+// restSpace is GET /api/v1/spaces/{key}.
+func (s *Service) restSpace(ctx context.Context, q *rest.Query) (any, error) {
+	return s.GetSpace(ctx, q.Read, q.Path("key"))
+}
+
+// restVersions is GET /api/v1/pages/{id}/versions?limit=…&cursor=….
+func (s *Service) restVersions(ctx context.Context, q *rest.Query) (any, error) {
+	limit, err := q.Int("limit", 1, MaxListLimit, DefaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	return s.ListPageVersions(ctx, q.Read, q.Path("id"), q.Str("cursor"), limit)
 }
 
 // restPage is GET /api/v1/pages/{id}.
@@ -57,5 +77,5 @@ func (s *Service) restSearch(ctx context.Context, q *rest.Query) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.SearchKnowledge(ctx, q.Read, SearchQuery{Query: q.Str("q"), Space: q.Str("space"), Limit: limit})
+	return s.SearchKnowledge(ctx, q.Read, SearchQuery{Query: q.Str("q"), Space: q.Str("space"), Limit: limit, Cursor: q.Str("cursor")})
 }

@@ -3,7 +3,9 @@ package kb
 import (
 	"context"
 	"database/sql"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -60,12 +62,12 @@ func matchQuery(q string) []string {
 // the two groups' scores are on different scales.
 const (
 	titleRankSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f
-	WHERE kb_titles_fts MATCH ?1 ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND f.rowid NOT IN (SELECT p.n FROM kb_trash t JOIN kb_pages p ON p.id = t.id) AND f.rowid <= ?4 ORDER BY f.rank LIMIT ?2`
 	titleRankInSpaceSQL = `SELECT f.rowid, f.rank FROM kb_titles_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 ORDER BY f.rank LIMIT ?2`
+	WHERE kb_titles_fts MATCH ?1 AND p.space = ?3 AND p.id NOT IN (SELECT id FROM kb_trash) AND p.n <= ?4 ORDER BY f.rank LIMIT ?2`
 	rankSQL = `SELECT f.rowid, f.rank, p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts f JOIN kb_pages p ON p.n = f.rowid
-	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) ORDER BY f.rank LIMIT ?2`
+	WHERE kb_pages_fts MATCH ?1 AND f.rank MATCH 'bm25(10.0, 1.0)' AND (?3 = '' OR p.space = ?3) AND p.id NOT IN (SELECT id FROM kb_trash) AND p.n <= ?4 ORDER BY f.rank LIMIT ?2`
 	titleHitSQL = `SELECT p.id, p.space, p.parent, p.title, p.version, snippet(kb_pages_fts, -1, '**', '**', '…', 16)
 	FROM kb_pages_fts JOIN kb_pages p ON p.n = kb_pages_fts.rowid WHERE kb_pages_fts MATCH ?1 AND kb_pages_fts.rowid = ?2`
 )
@@ -75,12 +77,12 @@ type ranked struct {
 	score float64
 }
 
-func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int) ([]ranked, error) {
+func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int, maxN int64) ([]ranked, error) {
 	q := titleRankSQL
 	if space != "" {
 		q = titleRankInSpaceSQL
 	}
-	rows, err := tx.QueryContext(ctx, q, match, limit, space)
+	rows, err := tx.QueryContext(ctx, q, match, limit, space, maxN)
 	if err != nil {
 		return nil, err
 	}
@@ -113,56 +115,95 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 			return SearchResult{}, err
 		}
 	}
-	if q.Limit == 0 {
-		q.Limit = DefaultSearchLimit
+	if err := checkLimit(&q.Limit, DefaultSearchLimit, MaxSearchLimit); err != nil {
+		return SearchResult{}, err
 	}
-	if q.Limit < 0 || q.Limit > MaxSearchLimit {
-		return SearchResult{}, invalid("limit %d is out of range; give 1 to %d.", q.Limit, MaxSearchLimit)
+	pg, err := openCursor(q.Cursor, fingerprint("search_knowledge", q.Query, q.Space))
+	if err != nil {
+		return SearchResult{}, err
+	}
+	offset, err := pg.afterInt()
+	if err != nil {
+		return SearchResult{}, err
+	}
+	if offset > MaxSearchOffset {
+		return SearchResult{}, invalid("the cursor is %d hits deep, past the %d search_knowledge pages to; narrow the query with more words or a space.", offset, MaxSearchOffset)
 	}
 	all := strings.Join(phrases, " ")
-	r = linearizable(r)
+	// A seat's floor is not waited for (the note says why); a later
+	// page's is, since the first page was read at it.
 	r.MinPosition = nil
+	r = pg.floor(r)
+	// Later pages rank only the pages that existed when the first was
+	// read (a page's n is the sequence that created it): one created
+	// between two pages neither shows up in the middle nor shifts the
+	// offset of the rest.
+	maxN := int64(math.MaxInt64)
+	if pg.at != nil {
+		maxN = int64(pg.at.Seq)
+	}
+	page, want := q.Limit, int(offset)+q.Limit+1
+	q.Limit = want
 	out := SearchResult{Hits: []Hit{}}
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
-		if q.Space != "" {
-			if _, err := getSpace(ctx, tx, q.Space); err == sql.ErrNoRows {
-				return notFoundSpace(q.Space)
-			} else if err != nil {
-				return err
-			}
-		}
-		titles, err := titleRank(ctx, tx, all, q.Space, q.Limit)
-		if err != nil {
-			return err
-		}
-		for _, r := range titles {
-			h := Hit{TitleMatch: true, Score: r.score}
-			if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
-				return err
-			}
-			out.Hits = append(out.Hits, h)
-		}
-		if len(titles) == q.Limit {
-			return nil
-		}
-		rows, err := tx.QueryContext(ctx, rankSQL, all, q.Limit+len(titles), q.Space)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() && len(out.Hits) < q.Limit {
-			var n int64
-			var h Hit
-			if err := rows.Scan(&n, &h.Score, &h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
-				return err
-			}
-			if !slices.ContainsFunc(titles, func(r ranked) bool { return r.n == n }) {
-				out.Hits = append(out.Hits, h)
-			}
-		}
-		return rows.Err()
+		var err error
+		out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit, maxN)
+		return err
 	})
 	info.Note = SearchNote
 	out.ReadInfo = info
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// The page is a slice of the ranking read now; the cursor carries
+	// where it ended as an offset (a ranking has no key an insert cannot
+	// move: bm25 scores change with the corpus).
+	more := len(out.Hits) == want
+	out.Hits = out.Hits[min(int(offset), len(out.Hits)):min(int(offset)+page, len(out.Hits))]
+	if more {
+		out.NextCursor = pg.next(info, strconv.Itoa(int(offset)+page))
+	}
+	return out, nil
+}
+
+// rank reads the best limit hits for the match, title matches first.
+func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit int, maxN int64) ([]Hit, error) {
+	hits := []Hit{}
+	if space != "" {
+		if _, err := getSpace(ctx, tx, space); err == sql.ErrNoRows {
+			return nil, notFoundSpace(space)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	titles, err := titleRank(ctx, tx, all, space, limit, maxN)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range titles {
+		h := Hit{TitleMatch: true, Score: r.score}
+		if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	if len(titles) == limit {
+		return hits, nil
+	}
+	rows, err := tx.QueryContext(ctx, rankSQL, all, limit+len(titles), space, maxN)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() && len(hits) < limit {
+		var n int64
+		var h Hit
+		if err := rows.Scan(&n, &h.Score, &h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(titles, func(r ranked) bool { return r.n == n }) {
+			hits = append(hits, h)
+		}
+	}
+	return hits, rows.Err()
 }

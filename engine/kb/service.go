@@ -3,11 +3,9 @@ package kb
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,13 +98,13 @@ type querier interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
-const spaceColumns = `key, name, page_template, editing, version, settings_through,
-	(SELECT count(*) FROM kb_pages WHERE kb_pages.space = kb_spaces.key), created_at, updated_at`
+const spaceColumns = `key, name, page_template, editing, EXISTS(SELECT 1 FROM kb_archived a WHERE a.key = kb_spaces.key), version, settings_through,
+	(SELECT count(*) FROM kb_pages WHERE kb_pages.space = kb_spaces.key AND id NOT IN (SELECT id FROM kb_trash)), created_at, updated_at`
 
 func scanSpace(sc interface{ Scan(...any) error }) (Space, error) {
 	var sp Space
 	var created, updated int64
-	err := sc.Scan(&sp.Key, &sp.Name, &sp.PageTemplate, &sp.Editing, &sp.Version, &sp.SettingsThrough, &sp.Pages, &created, &updated)
+	err := sc.Scan(&sp.Key, &sp.Name, &sp.PageTemplate, &sp.Editing, &sp.Archived, &sp.Version, &sp.SettingsThrough, &sp.Pages, &created, &updated)
 	sp.CreatedAt, sp.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	return sp, err
 }
@@ -122,13 +120,13 @@ func notFoundSpace(key string) error {
 // A page's scoped_through is the later of the records that rewrote its
 // row without being about it and the space's last settings record, which
 // covers every page in the space.
-const pageColumns = `p.id, p.space, p.parent, p.title, p.body, s.editing, p.version,
+const pageColumns = `p.id, p.space, p.parent, p.title, p.body, s.editing, EXISTS(SELECT 1 FROM kb_trash t WHERE t.id = p.id), p.version,
 	max(p.scoped_through, s.settings_through), p.created_at, p.updated_at`
 
 func scanPage(sc interface{ Scan(...any) error }) (Page, error) {
 	var pg Page
 	var created, updated int64
-	err := sc.Scan(&pg.ID, &pg.Space, &pg.Parent, &pg.Title, &pg.Body, &pg.Editing, &pg.Version, &pg.ScopedThrough, &created, &updated)
+	err := sc.Scan(&pg.ID, &pg.Space, &pg.Parent, &pg.Title, &pg.Body, &pg.Editing, &pg.Trashed, &pg.Version, &pg.ScopedThrough, &created, &updated)
 	pg.CreatedAt, pg.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	return pg, err
 }
@@ -162,6 +160,14 @@ func (s *Service) pageMissing(ctx context.Context, q querier, field, id string) 
 		return ref
 	}
 	return engine.Refuse(engine.CodeNotFound, "%s %s does not exist; list_pages shows a space's pages and search_knowledge finds them by words.", field, id)
+}
+
+func archivedSpace(key string) error {
+	return engine.Refuse(engine.CodeInvalidArgument, "space %s is archived, so it takes no new pages; update_space with archived=false brings it back.", key)
+}
+
+func trashedPage(field, id string) error {
+	return engine.Refuse(engine.CodeInvalidArgument, "%s %s is in the trash; update_page with trashed=false restores it.", field, id)
 }
 
 func lockedSpace(key string) error {
@@ -201,8 +207,8 @@ func (s *Service) UpdateSpace(ctx context.Context, w engine.WriteOptions, key st
 	if err := checkSpaceKey("space key", key); err != nil {
 		return SpaceWrite{}, err
 	}
-	if p.Name == nil && p.PageTemplate == nil && p.Editing == nil {
-		return SpaceWrite{}, invalid("nothing to update: give at least one of name, page_template, editing.")
+	if p.Name == nil && p.PageTemplate == nil && p.Editing == nil && p.Archived == nil {
+		return SpaceWrite{}, invalid("nothing to update: give at least one of name, page_template, editing, archived.")
 	}
 	if p.Name != nil {
 		if err := checkText("name", *p.Name, MaxNameBytes, true); err != nil {
@@ -235,8 +241,12 @@ func (s *Service) UpdateSpace(ctx context.Context, w engine.WriteOptions, key st
 			ref := engine.Refuse(engine.CodeStale, "space %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, sp.Version, ifMatch, sp.Version)
 			return nil, ref.With("current_version", sp.Version)
 		}
-		return &statelog.Proposal{Kind: KindUpdateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
-			Payload: updateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}}, nil
+		upd := updateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}
+		if p.Archived != nil {
+			return &statelog.Proposal{Kind: KindArchiveSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
+				Payload: archiveSpace{updateSpace: upd, Archived: *p.Archived}}, nil
+		}
+		return &statelog.Proposal{Kind: KindUpdateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)}, Payload: upd}, nil
 	})
 	return s.spaceAnswer(ctx, wr, err, key)
 }
@@ -258,29 +268,6 @@ func (s *Service) spaceAnswer(ctx context.Context, wr statelog.Written, err erro
 		return out, rerr
 	}
 	return out, nil
-}
-
-// ListSpaces lists every space in key order with its settings and how
-// many pages it holds.
-func (s *Service) ListSpaces(ctx context.Context, r engine.ReadOptions) (SpaceList, error) {
-	out := SpaceList{Spaces: []Space{}}
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+spaceColumns+` FROM kb_spaces ORDER BY key`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			sp, err := scanSpace(rows)
-			if err != nil {
-				return err
-			}
-			out.Spaces = append(out.Spaces, sp)
-		}
-		return rows.Err()
-	})
-	out.ReadInfo = info
-	return out, err
 }
 
 // CreatePage files a page in a space, under parent (empty: at the top).
@@ -318,6 +305,9 @@ func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewP
 		if sp.Editing == EditingLocked {
 			return nil, lockedSpace(in.Space)
 		}
+		if sp.Archived {
+			return nil, archivedSpace(in.Space)
+		}
 		if in.Parent != "" {
 			parent, err := s.getPage(ctx, tx, in.Parent)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -328,6 +318,9 @@ func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewP
 			}
 			if parent.Space != in.Space {
 				return nil, invalid("parent %s is in space %s, not %s; a page's parent is a page of its own space.", in.Parent, parent.Space, in.Space)
+			}
+			if parent.Trashed {
+				return nil, trashedPage("parent", in.Parent)
 			}
 		}
 		body := in.Body
@@ -364,206 +357,6 @@ func (s *Service) pageAnswer(ctx context.Context, wr statelog.Written, err error
 		return out, rerr
 	}
 	return out, nil
-}
-
-// GetPage reads one page by id, body included.
-func (s *Service) GetPage(ctx context.Context, r engine.ReadOptions, id string) (PageRead, error) {
-	if err := checkPageID("id", id); err != nil {
-		return PageRead{}, err
-	}
-	var out PageRead
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		pg, err := s.getPage(ctx, tx, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return s.pageMissing(ctx, tx, "page", id)
-		}
-		out.Page = pg
-		return err
-	})
-	out.ReadInfo = info
-	return out, err
-}
-
-// ListPages lists a space's pages in creation order, a page at a time:
-// the whole space, its top-level pages, or one page's children.
-func (s *Service) ListPages(ctx context.Context, r engine.ReadOptions, f PageFilter) (PageList, error) {
-	if err := checkPageFilter(&f); err != nil {
-		return PageList{}, err
-	}
-	after, err := pageCursor(f.Cursor)
-	if err != nil {
-		return PageList{}, err
-	}
-	out := PageList{Pages: []PageSummary{}}
-	var lastN int64
-	more := false
-	info, err := s.replica.Read(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := getSpace(ctx, tx, f.Space); errors.Is(err, sql.ErrNoRows) {
-			return notFoundSpace(f.Space)
-		} else if err != nil {
-			return err
-		}
-		q := `SELECT p.n, p.id, p.space, p.parent, p.title,
-			(SELECT count(*) FROM kb_pages c WHERE c.space = p.space AND c.parent = p.id),
-			p.version, max(p.scoped_through, s.settings_through), p.updated_at
-			FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.space = ? AND p.n > ?`
-		args := []any{f.Space, after}
-		if f.Parent != nil {
-			q += ` AND p.parent = ?`
-			args = append(args, *f.Parent)
-		}
-		q += ` ORDER BY p.n LIMIT ?`
-		args = append(args, f.Limit+1)
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var ps PageSummary
-			var n, updated int64
-			if err := rows.Scan(&n, &ps.ID, &ps.Space, &ps.Parent, &ps.Title, &ps.Children, &ps.Version, &ps.ScopedThrough, &updated); err != nil {
-				return err
-			}
-			ps.UpdatedAt = time.Unix(0, updated).UTC()
-			if len(out.Pages) == f.Limit {
-				more = true
-				continue
-			}
-			out.Pages = append(out.Pages, ps)
-			lastN = n
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if f.Parent != nil && *f.Parent != "" {
-			if _, err := s.getPage(ctx, tx, *f.Parent); errors.Is(err, sql.ErrNoRows) {
-				return s.pageMissing(ctx, tx, "parent", *f.Parent)
-			} else if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	out.ReadInfo = info
-	if err == nil && more {
-		// One more row was there: the next page starts after this one.
-		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte("n:" + strconv.FormatInt(lastN, 10)))
-	}
-	return out, err
-}
-
-// checkPageFilter refuses a malformed filter before anything is read, and
-// fills the default page size.
-func checkPageFilter(f *PageFilter) error {
-	if err := checkSpaceKey("space", f.Space); err != nil {
-		return err
-	}
-	if f.Parent != nil && *f.Parent != "" {
-		if err := checkPageID("parent", *f.Parent); err != nil {
-			return err
-		}
-	}
-	if f.Limit == 0 {
-		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return invalid("limit %d is out of range; give 1 to %d.", f.Limit, MaxListLimit)
-	}
-	return nil
-}
-
-// pageCursor decodes a list cursor, "n:" and the creation number of the
-// last page the previous list returned; no cursor starts at the first.
-func pageCursor(cursor string) (int64, error) {
-	if cursor == "" {
-		return 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	n, perr := strconv.ParseInt(strings.TrimPrefix(string(raw), "n:"), 10, 64)
-	if err != nil || perr != nil || !strings.HasPrefix(string(raw), "n:") || n < 0 {
-		return 0, invalid("cursor %q is not one a previous page returned; start again without it.", cursor)
-	}
-	return n, nil
-}
-
-// UpdatePage changes a page's title or body, or moves it under another
-// parent of its space ("" for the top). ifMatch, when set, is the version
-// the caller decided against; a page that moved on since is refused stale
-// naming its current version. Unset, the update is decided against the
-// current rows (the broker arbitrates it alike). A move under the page itself or below it is refused: a
-// move re-parents, it never cuts a subtree off in a cycle.
-func (s *Service) UpdatePage(ctx context.Context, w engine.WriteOptions, id string, ifMatch uint64, p PagePatch) (PageWrite, error) {
-	if err := checkPageID("id", id); err != nil {
-		return PageWrite{}, err
-	}
-	if p.Title == nil && p.Body == nil && p.Parent == nil {
-		return PageWrite{}, invalid("nothing to update: give at least one of title, body, parent.")
-	}
-	if p.Title != nil {
-		if err := checkText("title", *p.Title, MaxTitleBytes, true); err != nil {
-			return PageWrite{}, err
-		}
-	}
-	if p.Body != nil {
-		if err := checkText("body", *p.Body, MaxBodyBytes, false); err != nil {
-			return PageWrite{}, err
-		}
-	}
-	if p.Parent != nil && *p.Parent != "" {
-		if err := checkPageID("parent", *p.Parent); err != nil {
-			return PageWrite{}, err
-		}
-		if *p.Parent == id {
-			return PageWrite{}, invalid("a page cannot be its own parent; give another page of its space, or \"\" for the top.")
-		}
-	}
-	op, err := s.opFor(w, "update_page", id)
-	if err != nil {
-		return PageWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
-	}
-	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		pg, err := s.getPage(ctx, tx, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, s.pageMissing(ctx, tx, "page", id)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if ifMatch != 0 && pg.Version != ifMatch {
-			ref := engine.Refuse(engine.CodeStale, "page %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", id, pg.Version, ifMatch, pg.Version)
-			return nil, ref.With("current_version", pg.Version)
-		}
-		if pg.Editing == EditingLocked {
-			return nil, lockedSpace(pg.Space)
-		}
-		if p.Parent != nil && *p.Parent != pg.Parent && *p.Parent != "" {
-			parent, err := s.getPage(ctx, tx, *p.Parent)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil, s.pageMissing(ctx, tx, "parent", *p.Parent)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if parent.Space != pg.Space {
-				return nil, invalid("parent %s is in space %s, not %s; a page moves within its own space (to move it to another, create it there).", *p.Parent, parent.Space, pg.Space)
-			}
-			ok, err := canMove(ctx, tx, pg.Space, id, *p.Parent)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return nil, invalid("parent %s is below page %s, so the move would make a cycle; move it under a page outside its own subtree, or \"\" for the top.", *p.Parent, id)
-			}
-		}
-		return &statelog.Proposal{Kind: KindUpdatePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
-			Payload: updatePage{ID: id, Title: p.Title, Body: p.Body, Parent: p.Parent}}, nil
-	})
-	out, err := s.pageAnswer(ctx, wr, err, id)
-	if err == nil && out.Page != nil && p.Parent != nil && out.Page.Parent != *p.Parent && !wr.Replayed {
-		out.Message = "The move was not taken: by the time it applied, the new parent was gone or below this page (a concurrent move), so the page kept its parent. The other fields applied."
-	}
-	return out, err
 }
 
 // PurgePage destroys a page for good (operator only): its row and its

@@ -40,6 +40,7 @@ type Space struct {
 	Name            string    `json:"name"`
 	PageTemplate    string    `json:"page_template"`
 	Editing         string    `json:"editing"`
+	Archived        bool      `json:"archived"`
 	Version         uint64    `json:"version"`
 	SettingsThrough uint64    `json:"settings_through"`
 	Pages           int64     `json:"pages"`
@@ -60,6 +61,7 @@ type Page struct {
 	Title         string    `json:"title"`
 	Body          string    `json:"body"`
 	Editing       string    `json:"editing"`
+	Trashed       bool      `json:"trashed"`
 	Version       uint64    `json:"version"`
 	ScopedThrough uint64    `json:"scoped_through"`
 	CreatedAt     time.Time `json:"created_at"`
@@ -83,6 +85,9 @@ type SpacePatch struct {
 	Name         *string
 	PageTemplate *string
 	Editing      *string
+	// Archived true archives the space (it takes no new pages and
+	// list_spaces leaves it out); false brings it back.
+	Archived *bool
 }
 
 // NewPage is the input of create_page. An empty Body takes the space's page
@@ -95,11 +100,16 @@ type NewPage struct {
 }
 
 // PagePatch is the input of update_page: nil fields are left alone. Parent
-// set to "" moves the page to the top of its space.
+// set to "" moves the page to the top of its space; Space moves it with its
+// subtree to another space (under Parent there, else at its top). Trashed
+// true puts the page and its subtree in the trash, false restores them; it
+// goes alone.
 type PagePatch struct {
-	Title  *string
-	Body   *string
-	Parent *string
+	Title   *string
+	Body    *string
+	Parent  *string
+	Space   *string
+	Trashed *bool
 }
 
 // PageFilter narrows list_pages. Parent nil lists the whole space; "" only
@@ -114,9 +124,10 @@ type PageFilter struct {
 // SearchQuery is the input of search_knowledge. Query is words, matched as
 // words (never as search syntax); a word ending in * matches as a prefix.
 type SearchQuery struct {
-	Query string
-	Space string
-	Limit int
+	Query  string
+	Space  string
+	Limit  int
+	Cursor string
 }
 
 // SpaceWrite answers create_space and update_space.
@@ -144,13 +155,15 @@ type PurgeWrite struct {
 // SpaceList answers list_spaces.
 type SpaceList struct {
 	engine.ReadInfo
-	Spaces []Space `json:"spaces"`
+	Spaces     []Space `json:"spaces"`
+	NextCursor string  `json:"next_cursor,omitempty"`
 }
 
 // PageRead answers get_page.
 type PageRead struct {
 	engine.ReadInfo
-	Page Page `json:"page"`
+	Page     Page      `json:"page"`
+	Comments []Comment `json:"comments"`
 }
 
 // PageList answers list_pages.
@@ -178,5 +191,6 @@ type Hit struct {
 // SearchResult answers search_knowledge.
 type SearchResult struct {
 	engine.ReadInfo
-	Hits []Hit `json:"hits"`
+	Hits       []Hit  `json:"hits"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
