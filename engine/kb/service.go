@@ -113,6 +113,23 @@ func getSpace(ctx context.Context, q querier, key string) (Space, error) {
 	return scanSpace(q.QueryRowContext(ctx, `SELECT `+spaceColumns+` FROM kb_spaces WHERE key = ?`, key))
 }
 
+// spaceTakingPages reads a space a page is being written into: one that
+// exists, is open for editing and not archived; anything else refused.
+func spaceTakingPages(ctx context.Context, q querier, key string) (Space, error) {
+	sp, err := getSpace(ctx, q, key)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return sp, notFoundSpace(key)
+	case err != nil:
+		return sp, err
+	case sp.Editing == EditingLocked:
+		return sp, lockedSpace(key)
+	case sp.Archived:
+		return sp, archivedSpace(key)
+	}
+	return sp, nil
+}
+
 func notFoundSpace(key string) error {
 	return engine.Refuse(engine.CodeNotFound, "space %s does not exist; list_spaces shows the spaces, or create_space files it.", key)
 }
@@ -295,18 +312,9 @@ func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewP
 	}
 	id := pageID(op)
 	wr, err := s.replica.Write(ctx, op, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		sp, err := getSpace(ctx, tx, in.Space)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, notFoundSpace(in.Space)
-		}
+		sp, err := spaceTakingPages(ctx, tx, in.Space)
 		if err != nil {
 			return nil, err
-		}
-		if sp.Editing == EditingLocked {
-			return nil, lockedSpace(in.Space)
-		}
-		if sp.Archived {
-			return nil, archivedSpace(in.Space)
 		}
 		if in.Parent != "" {
 			parent, err := s.getPage(ctx, tx, in.Parent)

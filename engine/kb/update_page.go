@@ -133,18 +133,9 @@ func (s *Service) checkParent(ctx context.Context, tx *sql.Tx, pg Page, space, i
 // decideMove proposes a move with the subtree to another space: one that
 // exists, is open and not archived, under a parent there (or its top).
 func (s *Service) decideMove(ctx context.Context, tx *sql.Tx, pg Page, p PagePatch) (*statelog.Proposal, error) {
-	to, err := getSpace(ctx, tx, *p.Space)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFoundSpace(*p.Space)
-	}
+	to, err := spaceTakingPages(ctx, tx, *p.Space)
 	if err != nil {
 		return nil, err
-	}
-	if to.Editing == EditingLocked {
-		return nil, lockedSpace(to.Key)
-	}
-	if to.Archived {
-		return nil, archivedSpace(to.Key)
 	}
 	if p.Parent != nil && *p.Parent != "" {
 		if err := s.checkParent(ctx, tx, pg, to.Key, *p.Parent); err != nil {
