@@ -172,6 +172,6 @@ func TestLifecycleToolsOverHTTP(t *testing.T) {
 // empty_trash says it is destructive.
 func init() {
 	allTools = append(allTools, tools.NameListWorkItemHistory, tools.NameGetProject, tools.NameUpdateProject,
-		tools.NameEmptyTrash, tools.NameBulkUpdateWorkItems, tools.NameBulkCreateWorkItems)
+		tools.NameEmptyTrash, tools.NameBulkUpdateWorkItems, tools.NameBulkCreateWorkItems, tools.NameListComments)
 	destructiveTools[tools.NameEmptyTrash] = true
 }

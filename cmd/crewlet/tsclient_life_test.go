@@ -13,6 +13,8 @@ func lifeSteps() []step {
 	return []step{
 		s(tools.NameListWorkItemHistory, map[string]any{"key": "${P}-1", "limit": 5}, expectOK),
 		s(tools.NameListWorkItemHistory, map[string]any{"key": "${P}-999"}, "not_found"),
+		s(tools.NameListComments, map[string]any{"key": "${P}-1", "limit": 5}, expectOK),
+		s(tools.NameListComments, map[string]any{"key": "${P}-999"}, "not_found"),
 		s(tools.NameGetProject, map[string]any{"key": "${P}"}, expectOK),
 		s(tools.NameGetProject, map[string]any{"key": "${NOPROJECT}"}, "not_found"),
 		s(tools.NameBulkCreateWorkItems, map[string]any{"project": "${Q}", "items": []any{map[string]any{"title": "Bulk one"}, map[string]any{"title": "Bulk two", "tags": []any{"bulk"}}}}, expectOK),

@@ -81,7 +81,7 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 		cid = wr.Seq
 	}
 	_, err = s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
-		cs, err := s.readComments(ctx, tx, `c.seq = ?`, cid, 1)
+		cs, err := s.readComments(ctx, tx, 1, `c.seq = ?`, cid)
 		if len(cs) == 1 {
 			out.Comment = &cs[0]
 		}
@@ -109,11 +109,11 @@ func (s *Service) checkCommentAuthor(ctx context.Context, tx *sql.Tx, in Comment
 
 // readComments reads an item's comments where cond holds (over
 // tracker_comments c), newest limit of them, oldest first.
-func (s *Service) readComments(ctx context.Context, tx *sql.Tx, cond string, arg any, limit int) ([]Comment, error) {
+func (s *Service) readComments(ctx context.Context, tx *sql.Tx, limit int, cond string, args ...any) ([]Comment, error) {
 	rows, err := s.replica.Query(ctx, tx, `SELECT id, version, author, body, at FROM (
 		SELECT c.seq AS id, coalesce(v.version, c.seq) AS version, c.author AS author, c.body AS body, c.at AS at
 		FROM tracker_comments c LEFT JOIN tracker_comment_versions v ON v.item = c.item AND v.seq = c.seq
-		WHERE `+cond+` ORDER BY c.seq DESC LIMIT ?) ORDER BY id`, arg, limit)
+		WHERE `+cond+` ORDER BY c.seq DESC LIMIT ?) ORDER BY id`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}

@@ -350,7 +350,7 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
 			return scope, err
 		}
-		out.Comments, err = s.readComments(ctx, tx, `c.item = ?`, id, MaxReadComments)
+		out.Comments, err = s.readComments(ctx, tx, MaxReadComments, `c.item = ?`, id)
 		return scope, err
 	})
 	out.ReadInfo = info

@@ -1,0 +1,43 @@
+package tools
+
+// list_comments: an item's whole comment thread, a page at a time
+// (get_work_item shows the newest 50).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// CommentLister pages an item's comments (*tracker.Service).
+type CommentLister interface {
+	ListComments(ctx context.Context, r engine.ReadOptions, key, cursor string, limit int) (tracker.CommentPage, error)
+}
+
+var _ CommentLister = (*tracker.Service)(nil)
+
+// NameListComments is list_comments {key, cursor, limit}.
+const NameListComments = "list_comments"
+
+func init() {
+	register(Entry{Build: ListComments, Read: true, Needs: needs[CommentLister], Toolset: ToolsetTracker})
+}
+
+// ListComments is list_comments {key, cursor, limit}.
+func ListComments(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+	params := []param{keyParam,
+		{name: "cursor", kind: kindString, maxBytes: 256, desc: "The previous page's next_cursor."},
+		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)}}
+	tool := newTool(NameListComments, "An item's comments, newest first, with ids for comment_on_work_item's edits.",
+		params, readAnnotations("List comments"), outputSchema[tracker.CommentPage]())
+	return tool, d.readHandler(NameListComments, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
+		func(ctx context.Context, a args) (any, error) {
+			l, _ := service[CommentLister](d)
+			return l.ListComments(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"), a.str("cursor"), int(a.uint("limit")))
+		})
+}
