@@ -23,6 +23,12 @@ func (f *fakeTracker) ListItemHistory(_ context.Context, _ engine.ReadOptions, k
 	return tracker.HistoryPage{ReadInfo: f.info(), Key: key, Changes: []tracker.Entry{}}, nil
 }
 
+func (f *fakeTracker) ListComments(_ context.Context, _ engine.ReadOptions, key, _ string, _ int) (tracker.CommentPage, error) {
+	f.begin()
+	defer f.mu.Unlock()
+	return tracker.CommentPage{ReadInfo: f.info(), Key: key, Comments: []tracker.Comment{}}, nil
+}
+
 func (f *fakeTracker) GetProject(_ context.Context, _ engine.ReadOptions, key string) (tracker.ProjectRead, error) {
 	f.begin()
 	defer f.mu.Unlock()
