@@ -1,0 +1,340 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/enginetest"
+)
+
+// BenchmarkAppendShapes measures the bare append rates a write path could
+// be built on, on a real embedded nats-server with the stream configured
+// as Crewlet configures a domain log (file storage, limits retention,
+// discard new, a two-minute duplicate window; R1 on one broker, R3 on
+// three clustered on loopback) and every broker syncing always
+// (stream.sync's default). Every record carries what a Crewlet
+// record carries: its own Nats-Msg-Id and the expected last sequence of
+// its subject, each writer on a subject of its own.
+//
+//   - single: c writers, each a synchronous Publish (today's shape);
+//   - async: c writers sharing one connection's async publisher, each
+//     keeping one publish in flight (c in flight in all);
+//   - atomic: c records per atomic batch (Nats-Batch-Id / -Sequence /
+//     -Commit), one batch in flight, the shape a write path combining c
+//     concurrent proposals would have;
+//   - atomic4: c records in flight as four concurrent batches of c/4.
+//
+// records/s is the figure; ratios are to single at the same c. The fsyncs
+// each shape costs are counted outside Go, by running one case under
+// strace (see BATCHING.md for the command).
+func BenchmarkAppendShapes(b *testing.B) {
+	for _, r := range []int{1, 3} {
+		for _, c := range []int{1, 16, 64} {
+			name := fmt.Sprintf("R%d/%%s/c=%d", r, c)
+			b.Run(fmt.Sprintf(name, "single"), func(b *testing.B) { benchShape(b, r, c, false, runSingle) })
+			b.Run(fmt.Sprintf(name, "async"), func(b *testing.B) { benchShape(b, r, c, false, runAsync) })
+			b.Run(fmt.Sprintf(name, "atomic"), func(b *testing.B) { benchShape(b, r, c, true, atomicRunner(1)) })
+			if c >= 4 {
+				b.Run(fmt.Sprintf(name, "atomic4"), func(b *testing.B) { benchShape(b, r, c, true, atomicRunner(4)) })
+			}
+		}
+	}
+}
+
+// benchPayload is about the size of an ordinary tracker record.
+var benchPayload = make([]byte, 300)
+
+// appendEnv is one broker and stream a shape runs against.
+type appendEnv struct {
+	b  *broker.Embedded
+	js jetstream.JetStream
+	nc *nats.Conn
+	// retries counts appends sent again after an in-process refusal.
+	retries *atomic.Int64
+}
+
+type shapeRunner func(b *testing.B, env appendEnv, c int)
+
+// benchShape starts a syncing broker (three clustered on loopback for
+// r=3, publishing through the first), creates the stream exactly as
+// broker.EnsureStream does (atomic publish allowed on top when the shape
+// needs it) and runs the shape for b.N records.
+func benchShape(b *testing.B, r, c int, allowAtomic bool, run shapeRunner) {
+	ctx := context.Background()
+	eb := startBrokers(b, r)
+	s, err := broker.EnsureStream(ctx, eb.JS, broker.StreamSpec{Name: "BENCH", Subjects: []string{"bench.>"}, MaxBytes: 2 << 30, Duplicates: 2 * time.Minute, Replicas: r}, enginetest.Logger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if allowAtomic {
+		cfg := s.CachedInfo().Config
+		cfg.AllowAtomicPublish = true
+		if _, err := eb.JS.UpdateStream(ctx, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	var retries atomic.Int64
+	run(b, appendEnv{b: eb, js: eb.JS, nc: eb.Conn, retries: &retries}, c)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+	b.ReportMetric(float64(retries.Load())/float64(b.N), "retries/record")
+}
+
+// startBrokers starts r embedded brokers syncing always, clustered when
+// r > 1, closed when the benchmark ends; it returns the first.
+func startBrokers(b *testing.B, r int) *broker.Embedded {
+	routes := make([]string, r)
+	listens := make([]string, r)
+	for i := range listens {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		listens[i], routes[i] = ln.Addr().String(), "nats://"+ln.Addr().String()
+		ln.Close()
+	}
+	var first *broker.Embedded
+	for i := 0; i < r; i++ {
+		o := broker.EmbeddedOptions{ServerName: fmt.Sprintf("bench%d", i), StoreDir: b.TempDir(), Sync: broker.Sync{Always: true}, MaxStore: 4 << 30}
+		if r > 1 {
+			o.Cluster = &broker.ClusterOptions{Name: "bench", Listen: listens[i], Routes: routes}
+		}
+		eb, err := broker.StartEmbedded(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(eb.Close)
+		if first == nil {
+			first = eb
+		}
+	}
+	return first
+}
+
+// share hands out b.N records to writers: each call takes one, false when
+// none are left.
+type share struct{ left atomic.Int64 }
+
+func (s *share) take() bool { return s.left.Add(-1) >= 0 }
+
+// takeUpTo takes up to n records and says how many it got.
+func (s *share) takeUpTo(n int) int {
+	got := 0
+	for got < n && s.take() {
+		got++
+	}
+	return got
+}
+
+func newShare(n int) *share {
+	s := &share{}
+	s.left.Store(int64(n))
+	return s
+}
+
+// writers runs fn on c goroutines and fails the benchmark on the first
+// error.
+func writers(b *testing.B, c int, fn func(w int) error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, c)
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if err := fn(w); err != nil {
+				errs <- err
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func runSingle(b *testing.B, env appendEnv, c int) {
+	sh := newShare(b.N)
+	writers(b, c, func(w int) error {
+		subject, last := "bench.w"+strconv.Itoa(w), uint64(0)
+		for i := 0; sh.take(); i++ {
+			id := fmt.Sprintf("w%d-%d", w, i)
+			ack, err := env.js.Publish(context.Background(), subject, benchPayload, jetstream.WithMsgID(id),
+				jetstream.WithExpectLastSequencePerSubject(last), jetstream.WithExpectStream("BENCH"))
+			for inProcess(err) {
+				env.retries.Add(1)
+				ack, err = env.js.Publish(context.Background(), subject, benchPayload, jetstream.WithMsgID(id),
+					jetstream.WithExpectLastSequencePerSubject(last), jetstream.WithExpectStream("BENCH"))
+			}
+			if err != nil {
+				return err
+			}
+			last = ack.Sequence
+		}
+		return nil
+	})
+}
+
+func runAsync(b *testing.B, env appendEnv, c int) {
+	js, err := jetstream.New(env.nc, jetstream.WithPublishAsyncMaxPending(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sh := newShare(b.N)
+	writers(b, c, func(w int) error {
+		subject, last := "bench.w"+strconv.Itoa(w), uint64(0)
+		for i := 0; sh.take(); i++ {
+			if last, err = asyncOne(js, env, subject, fmt.Sprintf("w%d-%d", w, i), last); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// asyncOne appends one record through the async publisher and waits for
+// its answer, sending it again while the broker says its subject has an
+// append in process; it returns the record's sequence.
+func asyncOne(js jetstream.JetStream, env appendEnv, subject, id string, last uint64) (uint64, error) {
+	for {
+		f, err := js.PublishAsync(subject, benchPayload, jetstream.WithMsgID(id),
+			jetstream.WithExpectLastSequencePerSubject(last), jetstream.WithExpectStream("BENCH"))
+		if err != nil {
+			return 0, err
+		}
+		select {
+		case ack := <-f.Ok():
+			return ack.Sequence, nil
+		case err := <-f.Err():
+			if !inProcess(err) {
+				return 0, err
+			}
+			env.retries.Add(1)
+		}
+	}
+}
+
+// inProcess says the broker refused an append only because its subject
+// had another append in process (10164, a clustered stream's answer to an
+// expectation on a subject whose last append it has not finished
+// applying, seen here right after that append's own acknowledgement).
+// Nothing was stored; the benchmarks send it again and count it.
+func inProcess(err error) bool {
+	var ae *jetstream.APIError
+	var br *batchRefused
+	return errors.As(err, &ae) && ae.ErrorCode == 10164 || errors.As(err, &br) && br.code == 10164
+}
+
+// atomicRunner keeps `batches` atomic batches in flight, each of c/batches
+// records on subjects of its own.
+func atomicRunner(batches int) shapeRunner {
+	return func(b *testing.B, env appendEnv, c int) {
+		size := c / batches
+		sh := newShare(b.N)
+		writers(b, batches, func(w int) error {
+			last := make([]uint64, size)
+			for round := 0; ; round++ {
+				n := sh.takeUpTo(size)
+				if n == 0 {
+					return nil
+				}
+				recs := make([]batchRecord, n)
+				for k := range recs {
+					recs[k] = batchRecord{subject: fmt.Sprintf("bench.b%d.%d", w, k), msgID: fmt.Sprintf("b%d-%d-%d", w, round, k), expectLast: last[k]}
+				}
+				seqs, err := publishAtomic(env.nc, recs)
+				for inProcess(err) {
+					env.retries.Add(1)
+					seqs, err = publishAtomic(env.nc, recs)
+				}
+				if err != nil {
+					return err
+				}
+				copy(last, seqs)
+			}
+		})
+	}
+}
+
+// batchRecord is one record of an atomic batch.
+type batchRecord struct {
+	subject, msgID string
+	expectLast     uint64
+}
+
+// batchAck is the broker's answer to a batch's commit.
+type batchAck struct {
+	Seq   uint64 `json:"seq"`
+	Batch string `json:"batch"`
+	Count uint64 `json:"count"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// batchRefused is a batch the broker refused as a whole.
+type batchRefused struct {
+	code int
+	desc string
+}
+
+func (e *batchRefused) Error() string { return fmt.Sprintf("batch refused: %d %s", e.code, e.desc) }
+
+// publishAtomic sends recs as one atomic batch: every message but the last
+// without a reply (the broker stages it), the last with
+// Nats-Batch-Commit: 1 as a request whose answer is the batch's last
+// sequence and count. The records' sequences are consecutive, in order.
+func publishAtomic(nc *nats.Conn, recs []batchRecord) ([]uint64, error) {
+	id := nats.NewInbox() // a unique token, well under the 64-character limit
+	for i, r := range recs {
+		m := nats.NewMsg(r.subject)
+		m.Data = benchPayload
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		m.Header.Set(jetstream.MsgIDHeader, r.msgID)
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expectLast, 10))
+		if i < len(recs)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := nc.RequestMsg(m, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		var ack batchAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return nil, fmt.Errorf("batch answer %q: %w", resp.Data, err)
+		}
+		if ack.Error != nil {
+			return nil, &batchRefused{code: ack.Error.ErrCode, desc: ack.Error.Description}
+		}
+		if ack.Count != uint64(len(recs)) {
+			return nil, fmt.Errorf("batch of %d answered with count %d", len(recs), ack.Count)
+		}
+		seqs := make([]uint64, len(recs))
+		for k := range seqs {
+			seqs[k] = ack.Seq - ack.Count + 1 + uint64(k)
+		}
+		return seqs, nil
+	}
+	return nil, nil
+}
