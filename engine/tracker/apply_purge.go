@@ -179,8 +179,15 @@ func (a *apply) bulk(b *bulkUpdate) error {
 			its = append(its, it)
 		}
 	}
-	if len(b.AddTags) > 0 || len(b.AddWatchers) > 0 {
-		if err := a.loadSets(its); err != nil {
+	which := 0
+	if len(b.AddTags) > 0 {
+		which |= setTags
+	}
+	if len(b.AddWatchers) > 0 {
+		which |= setWatchers
+	}
+	if which != 0 {
+		if err := a.loadSetsOf(its, which); err != nil {
 			return err
 		}
 	}
