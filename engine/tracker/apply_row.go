@@ -64,23 +64,9 @@ func (a *apply) item(id string) (*itemRow, error) {
 	return it, nil
 }
 
-// The sets loadSetsOf reads.
-const (
-	setTags = 1 << iota
-	setWatchers
-	setEdges
-)
-
 // loadSets reads the tags, watchers and edges of the given items, in
 // chunks, so changes to them write history only where something changed.
 func (a *apply) loadSets(items []*itemRow) error {
-	return a.loadSetsOf(items, setTags|setWatchers|setEdges)
-}
-
-// loadSetsOf reads the sets of the given items that which names (a bulk
-// update reads only those it adds to); the others are left empty, so
-// only a record that changes nothing else may read fewer than all.
-func (a *apply) loadSetsOf(items []*itemRow, which int) error {
 	per := BindLimit(a.ctx, a.tx) / 2
 	for start := 0; start < len(items); start += per {
 		chunk := items[start:min(start+per, len(items))]
@@ -94,19 +80,15 @@ func (a *apply) loadSetsOf(items []*itemRow, which int) error {
 		}
 		in := placeholders(len(chunk))
 		for _, q := range []struct {
-			set int
 			sql string
 			put func(it *itemRow, a, b string, c int)
 		}{
-			{setTags, `SELECT item, tag, '', 0 FROM tracker_tags WHERE item IN (` + in + `)`, func(it *itemRow, v, _ string, _ int) { it.tags[v] = true }},
-			{setWatchers, `SELECT item, watcher, '', 0 FROM tracker_watchers WHERE item IN (` + in + `)`, func(it *itemRow, v, _ string, _ int) { it.watchers[v] = true }},
-			{setEdges, `SELECT item, kind, other, authored FROM tracker_edges WHERE item IN (` + in + `)`, func(it *itemRow, k, o string, au int) {
+			{`SELECT item, tag, '', 0 FROM tracker_tags WHERE item IN (` + in + `)`, func(it *itemRow, v, _ string, _ int) { it.tags[v] = true }},
+			{`SELECT item, watcher, '', 0 FROM tracker_watchers WHERE item IN (` + in + `)`, func(it *itemRow, v, _ string, _ int) { it.watchers[v] = true }},
+			{`SELECT item, kind, other, authored FROM tracker_edges WHERE item IN (` + in + `)`, func(it *itemRow, k, o string, au int) {
 				it.edges[edgeRef{Kind: k, Other: o}] = au == 1
 			}},
 		} {
-			if which&q.set == 0 {
-				continue
-			}
 			rows, err := a.query(len(chunk), q.sql, args...)
 			if err != nil {
 				return err

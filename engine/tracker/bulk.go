@@ -105,6 +105,21 @@ func chunkRows(rem, per int) int {
 // power of two or at most smallChunk rows: at most a score of texts a
 // table.
 func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) (int, error) {
+	return b.each(ctx, tx, func(q string, args []any) error {
+		var err error
+		if prepared != nil {
+			_, err = prepared(ctx, tx, q, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, q, args...)
+		}
+		return err
+	})
+}
+
+// each runs, through run, every statement the buffered rows make (in the
+// chunks flush describes), then empties the buffer; it returns how many
+// rows it sent.
+func (b *rowBuffer) each(ctx context.Context, tx *sql.Tx, run func(q string, args []any) error) (int, error) {
 	total := b.rows()
 	if total == 0 {
 		return 0, nil
@@ -133,13 +148,7 @@ func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context
 				full = q
 			}
 		}
-		exec := tx.ExecContext
-		if prepared != nil {
-			exec = func(ctx context.Context, q string, args ...any) (sql.Result, error) {
-				return prepared(ctx, tx, q, args...)
-			}
-		}
-		if _, err := exec(ctx, q, b.args[start*b.cols:(start+n)*b.cols]...); err != nil {
+		if err := run(q, b.args[start*b.cols:(start+n)*b.cols]); err != nil {
 			return 0, err
 		}
 		start += n
