@@ -12,6 +12,7 @@ package tracker
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 )
 
@@ -129,6 +130,9 @@ func (a *apply) writeItem(w *itemWriter, it *itemRow) error {
 	if mask, ok := it.lightMask(); ok {
 		w.light.add(it, mask)
 		return nil
+	}
+	if it.partial {
+		return fmt.Errorf("tracker: item %s was read in part and changed beyond what a light write sets", it.ID)
 	}
 	if w.upd == nil {
 		var err error
