@@ -132,14 +132,8 @@ type apply struct {
 // active counts.
 func (a *apply) finish() error {
 	rows := 0
-	// One prepared statement for every row update of the record: a bulk
-	// record updates thousands, and preparing is most of an exec's cost.
-	var upd *sql.Stmt
-	defer func() {
-		if upd != nil {
-			upd.Close()
-		}
-	}()
+	var w itemWriter
+	defer w.close()
 	for _, id := range a.order {
 		it := a.items[id]
 		if !it.touched {
@@ -150,27 +144,7 @@ func (a *apply) finish() error {
 		} else {
 			it.Scoped = a.seq
 		}
-		var err error
-		if it.created {
-			_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+placeholders(20)+`)`,
-				it.ID, it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
-				it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Doc, it.Version, it.Scoped, it.Created, it.Updated)
-			if err == nil {
-				_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
-			}
-		} else {
-			if upd == nil {
-				if upd, err = a.at.Prepare(a.ctx, a.tx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
-				assignee = ?, parent = ?, reopens = ?, handoffs = ?, trashed = ?, trash_root = ?, mark = ?, merged_into = ?,
-				version = ?, scoped_through = ?, updated_at = ? WHERE id = ?`); err != nil {
-					return err
-				}
-			}
-			_, err = upd.ExecContext(a.ctx,
-				it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
-				it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Version, it.Scoped, it.Updated, it.ID)
-		}
-		if err != nil {
+		if err := a.writeItem(&w, it); err != nil {
 			return err
 		}
 		rows++
@@ -185,6 +159,9 @@ func (a *apply) finish() error {
 			}
 			rows++
 		}
+	}
+	if err := w.light.flush(a.ctx, a.tx, a.at.Exec); err != nil {
+		return err
 	}
 	for _, b := range []*rowBuffer{a.tags, a.watchers, a.edges, a.hist} {
 		n, err := b.flush(a.ctx, a.tx, a.at.Exec)

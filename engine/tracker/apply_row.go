@@ -24,7 +24,10 @@ type itemRow struct {
 	Due, Type                            string
 	Estimate                             float64
 	touched, reindex, created, fields    bool
-	n                                    int // history rows this record wrote on the item
+	read                                 bool      // read from its row, which base then holds
+	partial                              bool      // read in part (a bulk record's preload): written light only
+	base                                 itemShape // the row as read (apply_write.go)
+	n                                    int       // history rows this record wrote on the item
 	tags, watchers                       map[string]bool
 	edges                                map[edgeRef]bool // authored or not
 }
@@ -41,6 +44,7 @@ func scanItemRow(sc interface{ Scan(...any) error }) (*itemRow, error) {
 	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Parent,
 		&it.Reopens, &it.Handoffs, &it.Trashed, &it.TrashRoot, &it.Mark, &it.MergedInto, &it.Doc, &it.Version, &it.Scoped, &it.Created, &it.Updated,
 		&it.Priority, &it.Due, &it.Estimate, &it.Type)
+	it.read, it.base = err == nil, it.shape()
 	return it, err
 }
 

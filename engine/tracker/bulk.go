@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 	"database/sql"
+	"math/bits"
 	"strings"
 	"sync"
 )
@@ -58,8 +59,8 @@ func placeholders(n int) string {
 	return b.String()
 }
 
-// smallChunk is the longest short chunk rowBuffer.flush sends prepared:
-// at most smallChunk statement texts a table.
+// smallChunk is the longest short chunk rowBuffer.flush sends as it is;
+// a longer one is cut into powers of two.
 const smallChunk = 8
 
 // rowBuffer collects the rows of one child table and writes them as
@@ -80,16 +81,45 @@ func (b *rowBuffer) add(vals ...any) { b.args = append(b.args, vals...) }
 
 func (b *rowBuffer) rows() int { return len(b.args) / b.cols }
 
+// chunkRows is how many of rem buffered rows the next statement takes:
+// a whole chunk (per), else the largest power of two that fits, else
+// (at most smallChunk) all of them.
+func chunkRows(rem, per int) int {
+	switch {
+	case rem >= per:
+		return per
+	case rem <= smallChunk:
+		return rem
+	default:
+		return 1 << (bits.Len(uint(rem)) - 1)
+	}
+}
+
 // flush writes the buffered rows and empties the buffer; it returns how
 // many rows it sent.
 //
-// A whole chunk's statement is the same text every time, so it goes
-// through prepared (a statement prepared once per connection: parsing a
-// 1 000-row insert each time cost more than running it). So is a chunk of
-// at most smallChunk rows, the shape of an ordinary record's child rows (a
-// create's one history row, a few tags), whose texts are few; a longer
-// last chunk is parsed where it is.
+// Every statement goes through prepared (a statement prepared once per
+// connection): parsing a many-row statement each time cost more than
+// running it (a bulk record's 800 rows parsed were most of its apply).
+// So that the texts are few, the rows go in chunks of a whole chunk, a
+// power of two or at most smallChunk rows: at most a score of texts a
+// table.
 func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) (int, error) {
+	return b.each(ctx, tx, func(q string, args []any) error {
+		var err error
+		if prepared != nil {
+			_, err = prepared(ctx, tx, q, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, q, args...)
+		}
+		return err
+	})
+}
+
+// each runs, through run, every statement the buffered rows make (in the
+// chunks flush describes), then empties the buffer; it returns how many
+// rows it sent.
+func (b *rowBuffer) each(ctx context.Context, tx *sql.Tx, run func(q string, args []any) error) (int, error) {
 	total := b.rows()
 	if total == 0 {
 		return 0, nil
@@ -97,8 +127,8 @@ func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)/b.cols)
 	one := "(" + placeholders(b.cols) + ")"
 	var full string // the statement for a whole chunk, built once
-	for start := 0; start < total; start += per {
-		n := min(per, total-start)
+	for start := 0; start < total; {
+		n := chunkRows(total-start, per)
 		var q string
 		if n == per && full != "" {
 			q = full
@@ -118,15 +148,10 @@ func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context
 				full = q
 			}
 		}
-		exec := tx.ExecContext
-		if (n == per || n <= smallChunk) && prepared != nil {
-			exec = func(ctx context.Context, q string, args ...any) (sql.Result, error) {
-				return prepared(ctx, tx, q, args...)
-			}
-		}
-		if _, err := exec(ctx, q, b.args[start*b.cols:(start+n)*b.cols]...); err != nil {
+		if err := run(q, b.args[start*b.cols:(start+n)*b.cols]); err != nil {
 			return 0, err
 		}
+		start += n
 	}
 	b.args = b.args[:0]
 	return total, nil

@@ -41,16 +41,10 @@ func (s *Service) BulkUpdate(ctx context.Context, w engine.WriteOptions, project
 	}
 	var ids []string
 	err = s.replica.Settle(ctx, func(ctx context.Context) error {
-		ids = make([]string, 0, len(keys))
 		_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
-			for _, k := range keys {
-				id, err := s.resolve(ctx, tx, k)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			return nil
+			var err error
+			ids, err = s.resolveMany(ctx, tx, keys)
+			return err
 		})
 		return err
 	})
@@ -106,4 +100,54 @@ func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string,
 		engine.ReportProgress(ctx, start+len(part), len(ids))
 	}
 	return wk.answer(), nil
+}
+
+// resolveMany is resolve of every key, in order, read many keys to a
+// statement (one lookup each was a tenth of a maximal bulk update): the
+// first key that does not resolve answers as resolve would.
+func (s *Service) resolveMany(ctx context.Context, tx *sql.Tx, keys []string) ([]string, error) {
+	type found struct {
+		id     string
+		purged sql.NullInt64
+	}
+	byKey := make(map[string]found, len(keys))
+	for start := 0; start < len(keys); start += MaxRowsPerStatement {
+		chunk := keys[start:min(start+MaxRowsPerStatement, len(keys))]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT k.key, k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id
+			WHERE k.key IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k string
+			var f found
+			if err := rows.Scan(&k, &f.id, &f.purged); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			byKey[k] = f
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]string, 0, len(keys))
+	for _, k := range keys {
+		f, ok := byKey[k]
+		if !ok || f.purged.Valid {
+			// The refusal resolve gives: not found, or purged at its sequence.
+			_, err := s.resolve(ctx, tx, k)
+			if err == nil {
+				err = notFoundItem(k)
+			}
+			return nil, err
+		}
+		ids = append(ids, f.id)
+	}
+	return ids, nil
 }

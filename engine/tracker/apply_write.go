@@ -1,0 +1,149 @@
+package tracker
+
+// The write-out of the item rows a record changed. Most records change
+// few items; a bulk update changes thousands and moves only their computed
+// columns, version and updated_at (and maybe status or assignee). Writing
+// every column of such a row made SQLite rewrite every index of
+// tracker_items (key, doc, project/number, parent, status, updated_at,
+// assignee) for each one, so a row whose other columns kept their values
+// is written light: only the columns that can have moved, many rows to a
+// statement.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// itemShape is what an item row held when the apply read it, save the
+// columns every light write sets anyway.
+type itemShape struct {
+	Key, Project                         string
+	Number                               int64
+	Title, Description, Status, Assignee string
+	Parent                               string
+	Trashed                              int64
+	TrashRoot, Mark, MergedInto          string
+}
+
+func (it *itemRow) shape() itemShape {
+	return itemShape{it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent,
+		it.Trashed, it.TrashRoot, it.Mark, it.MergedInto}
+}
+
+// Light writes by which of status and assignee moved.
+const (
+	lightStatus = 1 << iota
+	lightAssignee
+)
+
+// lightMask says whether an item read from its row can be written light,
+// and which of status and assignee it then writes.
+func (it *itemRow) lightMask() (int, bool) {
+	if it.created || !it.read {
+		return 0, false
+	}
+	now := it.shape()
+	mask := 0
+	if now.Status != it.base.Status {
+		mask |= lightStatus
+		now.Status = it.base.Status
+	}
+	if now.Assignee != it.base.Assignee {
+		mask |= lightAssignee
+		now.Assignee = it.base.Assignee
+	}
+	return mask, now == it.base
+}
+
+// lightWrites buffers the light row writes of one record, one multi-row
+// UPDATE per mask.
+type lightWrites [4]*rowBuffer
+
+func (l *lightWrites) add(it *itemRow, mask int) {
+	if l[mask] == nil {
+		cols := []string{"id", "reopens", "handoffs", "version", "scoped_through", "updated_at"}
+		if mask&lightStatus != 0 {
+			cols = append(cols, "status")
+		}
+		if mask&lightAssignee != 0 {
+			cols = append(cols, "assignee")
+		}
+		sets := make([]string, 0, len(cols)-1)
+		for _, c := range cols[1:] {
+			sets = append(sets, c+" = v."+c)
+		}
+		l[mask] = &rowBuffer{head: "WITH v(" + strings.Join(cols, ",") + ") AS (VALUES ",
+			tail: ") UPDATE tracker_items SET " + strings.Join(sets, ", ") + " FROM v WHERE tracker_items.id = v.id", cols: len(cols)}
+	}
+	vals := []any{it.ID, it.Reopens, it.Handoffs, it.Version, it.Scoped, it.Updated}
+	if mask&lightStatus != 0 {
+		vals = append(vals, it.Status)
+	}
+	if mask&lightAssignee != 0 {
+		vals = append(vals, it.Assignee)
+	}
+	l[mask].add(vals...)
+}
+
+// flush writes the buffered light rows.
+func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) error {
+	for _, b := range l {
+		if b == nil {
+			continue
+		}
+		if _, err := b.flush(ctx, tx, prepared); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// itemWriter holds what the write-out of one record's item rows shares:
+// one prepared whole-row UPDATE (preparing is most of an exec's cost) and
+// the light writes.
+type itemWriter struct {
+	upd   *sql.Stmt
+	light lightWrites
+}
+
+func (w *itemWriter) close() {
+	if w.upd != nil {
+		w.upd.Close()
+	}
+}
+
+// writeItem writes one changed item's row: inserted when the record
+// created it, buffered light where only what a light write sets moved,
+// else every column.
+func (a *apply) writeItem(w *itemWriter, it *itemRow) error {
+	if it.created {
+		_, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+placeholders(20)+`)`,
+			it.ID, it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
+			it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Doc, it.Version, it.Scoped, it.Created, it.Updated)
+		if err == nil {
+			_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
+		}
+		return err
+	}
+	if mask, ok := it.lightMask(); ok {
+		w.light.add(it, mask)
+		return nil
+	}
+	if it.partial {
+		return fmt.Errorf("tracker: item %s was read in part and changed beyond what a light write sets", it.ID)
+	}
+	if w.upd == nil {
+		var err error
+		if w.upd, err = a.at.Prepare(a.ctx, a.tx, `UPDATE tracker_items SET key = ?, project = ?, number = ?, title = ?, description = ?, status = ?,
+				assignee = ?, parent = ?, reopens = ?, handoffs = ?, trashed = ?, trash_root = ?, mark = ?, merged_into = ?,
+				version = ?, scoped_through = ?, updated_at = ? WHERE id = ?`); err != nil {
+			return err
+		}
+	}
+	_, err := w.upd.ExecContext(a.ctx,
+		it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
+		it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Version, it.Scoped, it.Updated, it.ID)
+	return err
+}
