@@ -136,7 +136,7 @@ func searchPage(ctx context.Context, q querier, tx *sql.Tx, sq SearchQuery, cur 
 	}
 	want := sq.Limit + 1
 	if sq.Project == "" {
-		hits, docs, candidates, err := searchRows(ctx, q, tx, candidatesQuery(after, project, want+candidateSlack), args)
+		hits, docs, candidates, err := searchRows(ctx, q, tx, candidatesQuery(after, project, want), args)
 		// No row at all says nothing of how many candidates there were.
 		if err != nil || len(hits) >= want || (len(hits) > 0 && candidates < want+candidateSlack) {
 			hits, docs = trimHits(hits, docs, want)
@@ -151,16 +151,20 @@ func searchPage(ctx context.Context, q querier, tx *sql.Tx, sq SearchQuery, cur 
 // for, so a few trashed items among them do not force the slow path.
 const candidateSlack = 16
 
-// candidatesQuery ranks on the index alone, then joins the candidates
-// and takes their snippets (the snippet is not taken in the ranking pass:
-// there SQLite computed it for every match). The limit is written into
-// the text: limits are 1 to 101 (plus the slack), so the texts stay few.
-func candidatesQuery(after, project string, limit int) string {
+// candidatesQuery ranks on the index alone, then joins the candidates,
+// keeps the page's rows and takes their snippets (not in the ranking
+// pass: there SQLite computed one for every match; and not for the
+// candidates past the page: each is the query matched again). The
+// limits are written into the text: they are 1 to 101 (plus the slack),
+// so the texts stay few.
+func candidatesQuery(after, project string, want int) string {
 	return `WITH top AS MATERIALIZED (SELECT doc, rank FROM (SELECT rowid AS doc, bm25(tracker_search, ` + bm25Weights + `) AS rank
-		FROM tracker_search WHERE tracker_search MATCH ?1) WHERE 1` + after + ` ORDER BY rank, doc LIMIT ` + strconv.Itoa(limit) + `)
-		SELECT i.key, i.title, i.status, snippet(tracker_search, -1, '[', ']', '…', 12), top.rank, top.doc, (SELECT count(*) FROM top)
-		FROM top JOIN tracker_items i ON i.doc = top.doc JOIN tracker_search ON tracker_search.rowid = top.doc
-		WHERE tracker_search MATCH ?1 AND i.trashed = 0` + project + ` ORDER BY top.rank, top.doc`
+		FROM tracker_search WHERE tracker_search MATCH ?1) WHERE 1` + after + ` ORDER BY rank, doc LIMIT ` + strconv.Itoa(want+candidateSlack) + `),
+		page AS MATERIALIZED (SELECT i.key AS key, i.title AS title, i.status AS status, top.rank AS rank, top.doc AS doc
+		FROM top JOIN tracker_items i ON i.doc = top.doc WHERE i.trashed = 0` + project + ` ORDER BY top.rank, top.doc LIMIT ` + strconv.Itoa(want) + `)
+		SELECT page.key, page.title, page.status, snippet(tracker_search, -1, '[', ']', '…', 12), page.rank, page.doc, (SELECT count(*) FROM top)
+		FROM page JOIN tracker_search ON tracker_search.rowid = page.doc
+		WHERE tracker_search MATCH ?1 ORDER BY page.rank, page.doc`
 }
 
 // everyMatchQuery joins every match before it ranks.
