@@ -52,6 +52,11 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Reads map the file instead of copying each page through a pread
+	// into a 2 MB per-connection cache: a ranked search at 100 000 items
+	// touches far more pages than that, and the copies were a fifth of its
+	// CPU (syscalls). Past the mapped size SQLite reads as before.
+	q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", MmapBytes))
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+abs+"?"+q.Encode())
 	if err != nil {
@@ -117,6 +122,9 @@ func loggerOf(db *sql.DB) *slog.Logger {
 	}
 	return slog.New(slog.DiscardHandler)
 }
+
+// MmapBytes is how much of the database file each connection maps.
+const MmapBytes = 1 << 30
 
 // BeginRead opens a read transaction: a deferred BEGIN, one consistent
 // snapshot, which never takes the write lock.

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/enginetest"
-	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -117,41 +114,6 @@ func publishCreates(b testing.TB, r *rig, project string, n int) []string {
 	return keys
 }
 
-// BenchmarkSearchP50 measures search_work_items at 100 000 work items: the
-// fixture is written through the tracker's apply directly (one
-// transaction per 4 000 records), then a node opens on it. It reports the
-// median latency of one-word queries and its ratio to a bare read (a
-// primary-key lookup through the same read path) in the same run.
-func BenchmarkSearchP50(b *testing.B) {
-	const items = 100_000
-	dir := b.TempDir()
-	words := vocabulary(2000)
-	buildFixture(b, filepath.Join(dir, sqlite.FileName), items, words)
-	n := enginetest.OpenNode(b, node.Config{DataDir: dir})
-	svc := n.Tracker()
-	ctx := context.Background()
-	var lat, bare []time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		q := words[i%len(words)]
-		t0 := time.Now()
-		res, err := svc.SearchWorkItems(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, q, "", 20)
-		lat = append(lat, time.Since(t0))
-		if err != nil || len(res.Hits) == 0 {
-			b.Fatalf("search %q: %v %d hits", q, err, len(res.Hits))
-		}
-		t0 = time.Now()
-		if _, err := svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, fmt.Sprintf("ENG-%d", 1+i%items)); err != nil {
-			b.Fatal(err)
-		}
-		bare = append(bare, time.Since(t0))
-	}
-	b.StopTimer()
-	p50 := median(lat)
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p50)/float64(median(bare)), "ratio-to-get")
-}
-
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -215,4 +177,10 @@ func buildFixture(b *testing.B, path string, items int, words []string) {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)*p/100]
 }

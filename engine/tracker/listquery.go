@@ -185,7 +185,12 @@ func (s *Service) listPage(ctx context.Context, tx *sql.Tx, q listQuery, cur pag
 	if sortExpr == "" {
 		sortExpr = `''`
 	}
-	b.WriteString(`SELECT ` + itemColumns + `, ` + sortExpr + itemFrom + ` WHERE i.trashed `)
+	// The page is chosen on the sort key alone and only its rows are then
+	// read whole: SQLite computes every result column before it sorts,
+	// so selecting the item columns (the parent's and merge target's keys,
+	// the fields) beside the sort read them for every item the filter
+	// kept — 100 000 of them for a project at that size, most of a second.
+	b.WriteString(`SELECT i.id AS pid, ` + sortExpr + ` AS sv, i.project AS pp, i.number AS pn FROM tracker_items i` + fieldsJoin + ` WHERE i.trashed `)
 	if q.f.Trashed {
 		b.WriteString(`!= 0`)
 	} else {
@@ -230,7 +235,9 @@ func (s *Service) listPage(ctx context.Context, tx *sql.Tx, q listQuery, cur pag
 	}
 	b.WriteString(` ORDER BY ` + sortExpr + `, i.project, i.number LIMIT ?`)
 	args = append(args, q.f.Limit+1)
-	items, vals, err := scanPage(ctx, tx, b.String(), args)
+	query := `WITH pg AS MATERIALIZED (` + b.String() + `) SELECT ` + itemColumns + `, pg.sv FROM pg, ` +
+		strings.TrimPrefix(itemFrom, ` FROM `) + ` WHERE i.id = pg.pid ORDER BY pg.sv, pg.pp, pg.pn`
+	items, vals, err := scanPage(ctx, tx, query, args)
 	return items, vals, missing, err
 }
 

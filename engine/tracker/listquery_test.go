@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,46 @@ func TestSearchPages(t *testing.T) {
 	}
 	if len(seen) != 5 {
 		t.Fatalf("search pages answered %v", seen)
+	}
+}
+
+// TestSearchPastTrashedCandidates: when the best-ranked matches are all in
+// the trash — more of them than the candidates the index is first asked
+// for — search still answers the live items, in rank order, a page at a
+// time, each once.
+func TestSearchPastTrashedCandidates(t *testing.T) {
+	r := newRig(t, time.Now())
+	ctx := context.Background()
+	r.project("ENG")
+	const trashed, live = 30, 5
+	for i := 1; i <= trashed+live; i++ {
+		r.item("ENG", "heron "+strconv.Itoa(i), "")
+	}
+	for i := 1; i <= trashed; i++ {
+		if _, err := r.svc.TrashWorkItem(ctx, engine.WriteOptions{}, "ENG-"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []string
+	q := tracker.SearchQuery{Query: "heron", Limit: 2}
+	for {
+		res, err := r.svc.SearchWorkItemsPage(ctx, engine.ReadOptions{}, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			n, _ := strconv.Atoi(strings.TrimPrefix(h.Key, "ENG-"))
+			if n <= trashed || slices.Contains(seen, h.Key) {
+				t.Fatalf("search answered %s (trashed, or twice) after %v", h.Key, seen)
+			}
+			seen = append(seen, h.Key)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		q.Cursor = res.NextCursor
+	}
+	if len(seen) != live {
+		t.Fatalf("search answered %v; want the %d live items", seen, live)
 	}
 }
