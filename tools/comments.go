@@ -5,7 +5,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -31,8 +30,7 @@ func init() {
 // ListComments is list_comments {key, cursor, limit}.
 func ListComments(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam,
-		{name: "cursor", kind: kindString, maxBytes: 256, desc: "The previous page's next_cursor."},
-		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)}}
+		cursorParam, trackerLimitParam}
 	tool := newTool(NameListComments, "An item's comments, newest first, with ids for comment_on_work_item's edits.",
 		params, readAnnotations("List comments"), outputSchema[tracker.CommentPage]())
 	return tool, d.readHandler(NameListComments, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },

@@ -31,6 +31,9 @@ const (
 
 var cursorParam = param{name: "cursor", kind: kindString, maxBytes: 1024, desc: "The previous page's next_cursor."}
 
+// trackerLimitParam is the page size of every paged tracker read.
+var trackerLimitParam = param{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)}
+
 // me is the assignee a seat names itself by.
 const me = "me"
 
@@ -56,7 +59,7 @@ func (d Deps) listParams() []param {
 		{name: "updated_since", kind: kindString, maxBytes: 64, desc: "RFC 3339."},
 		{name: "trashed", kind: kindBool, desc: "true: only the trash."},
 		{name: "sort", kind: kindString, enum: tracker.ListSorts, desc: "Default key."},
-		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)},
+		trackerLimitParam,
 		cursorParam,
 	}
 }

@@ -6,7 +6,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -75,8 +74,7 @@ func (d Deps) comment(ctx context.Context, l TrackerLife, w engine.WriteOptions,
 // ListWorkItemHistory is list_work_item_history {key, cursor, limit}.
 func ListWorkItemHistory(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []param{keyParam,
-		{name: "cursor", kind: kindString, maxBytes: 256, desc: "The previous page's next_cursor."},
-		{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)}}
+		cursorParam, trackerLimitParam}
 	tool := newTool(NameListWorkItemHistory, "An item's changes, newest first: who, field, old, new, position.",
 		params, readAnnotations("Work item history"), outputSchema[tracker.HistoryPage]())
 	return tool, d.readHandler(NameListWorkItemHistory, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
