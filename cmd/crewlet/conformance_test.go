@@ -192,13 +192,15 @@ func tokenProxy(t *testing.T, s *Serve) string {
 		// Server-sent events go through as they come.
 		FlushInterval: -1,
 	}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	u, err := url.Parse(srv.URL)
+	// The port is known before the proxy serves, so no request reads it
+	// while it is written.
+	srv := httptest.NewUnstartedServer(rp)
+	_, proxyPort, err = net.SplitHostPort(srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxyPort = u.Port()
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return srv.URL + "/operator/mcp"
 }
 
