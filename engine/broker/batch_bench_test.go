@@ -17,6 +17,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // BenchmarkAppendShapes measures the bare append rates a write path could
@@ -49,6 +50,8 @@ func BenchmarkAppendShapes(b *testing.B) {
 			if c >= 4 {
 				b.Run(fmt.Sprintf(name, "atomic4"), func(b *testing.B) { benchShape(b, r, c, true, atomicRunner(4)) })
 			}
+			b.Run(fmt.Sprintf(name, "log"), func(b *testing.B) { benchShape(b, r, c, false, runLog) })
+			b.Run(fmt.Sprintf(name, "combined"), func(b *testing.B) { benchShape(b, r, c, true, runLog) })
 		}
 	}
 }
@@ -187,6 +190,34 @@ func runSingle(b *testing.B, env appendEnv, c int) {
 		}
 		return nil
 	})
+}
+
+// runLog appends through broker.Log.Publish, as the write path does: it
+// combines concurrent appends into batches when the stream allows them.
+func runLog(b *testing.B, env appendEnv, c int) {
+	s, err := env.js.Stream(context.Background(), "BENCH")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := broker.NewLog(env.js, s, "bench", "n1", enginetest.Logger())
+	sh := newShare(b.N)
+	writers(b, c, func(w int) error {
+		subject, last := "bench.w"+strconv.Itoa(w), uint64(0)
+		for i := 0; sh.take(); i++ {
+			id := fmt.Sprintf("w%d-%d", w, i)
+			ack, err := l.Publish(context.Background(), subject, benchPayload, id, &last)
+			for errors.As(err, new(*statelog.WrongSequenceError)) {
+				env.retries.Add(1)
+				ack, err = l.Publish(context.Background(), subject, benchPayload, id, &last)
+			}
+			if err != nil {
+				return err
+			}
+			last = ack.Seq
+		}
+		return nil
+	})
+	b.ReportMetric(float64(l.Batches().Taken), "batches")
 }
 
 func runAsync(b *testing.B, env appendEnv, c int) {

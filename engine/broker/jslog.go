@@ -36,6 +36,9 @@ type Log struct {
 	// settleWait bounds how long a boot retries the reader's calls while
 	// the broker answers nothing (default settleWait).
 	settleWait time.Duration
+	// comb groups concurrent appends into atomic batches; nil when the
+	// stream does not allow atomic publish (see combine.go).
+	comb *combiner
 }
 
 // SetSettleWait sets how long opening the reader retries a broker that
@@ -64,8 +67,30 @@ var _ statelog.Log = (*Log)(nil)
 
 // NewLog wraps a stream; durable is this node's consumer name.
 func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, node string, log *slog.Logger) *Log {
-	return &Log{js: js, stream: s, name: s.CachedInfo().Config.Name, domain: domain, durable: ConsumerName(node), node: node, drainWait: DefaultDrainWait, settleWait: settleWait,
-		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, s.CachedInfo().Config.Name)}
+	cfg := s.CachedInfo().Config
+	l := &Log{js: js, stream: s, name: cfg.Name, domain: domain, durable: ConsumerName(node), node: node, drainWait: DefaultDrainWait, settleWait: settleWait,
+		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, cfg.Name)}
+	if cfg.AllowAtomicPublish {
+		l.comb = newCombiner(js.Conn(), cfg.Name)
+	}
+	return l
+}
+
+// SetSingleAppends makes every append go out alone, never combined.
+func (l *Log) SetSingleAppends() { l.comb = nil }
+
+// BatchCounts are what became of the atomic batches a log's appends were
+// combined into: taken, refused whole (each member then sent alone), or
+// left unanswered (each member's answer lost).
+type BatchCounts struct{ Taken, Refused, Lost int64 }
+
+// Batches counts this log's batches (all 0 when its stream does not allow
+// them).
+func (l *Log) Batches() BatchCounts {
+	if l.comb == nil {
+		return BatchCounts{}
+	}
+	return BatchCounts{Taken: l.comb.batches.Load(), Refused: l.comb.refused.Load(), Lost: l.comb.lost.Load()}
 }
 
 // Stream is the stream's name.
@@ -84,6 +109,15 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 	if err := l.volumeRoom(len(data)); err != nil {
 		return statelog.PubAck{}, err
 	}
+	if l.comb != nil {
+		combine := l.comb.enter()
+		defer l.comb.leave()
+		if combine {
+			if res := l.comb.append(ctx, subject, data, msgID, expectLast); !res.alone {
+				return res.ack, l.withVolume(res.err, len(data))
+			}
+		}
+	}
 	ack, err := l.js.Publish(ctx, subject, data, opts...)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		// Every attempt was answered no-responders: the broker delivered
@@ -93,18 +127,21 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 		return statelog.PubAck{}, fmt.Errorf("%w: no leader of %s answers from this broker (%v)", statelog.ErrNoQuorum, l.name, err)
 	}
 	if err != nil {
-		err = classify(err)
-		if errors.Is(err, statelog.ErrNoAnswer) {
-			// A broker whose store failed for want of disk never answers
-			// the publish: say the volume is full beside the unknown, so
-			// the write can settle it from the log.
-			if verr := l.volumeRoom(len(data)); verr != nil {
-				err = fmt.Errorf("%w (%w)", err, verr)
-			}
-		}
-		return statelog.PubAck{}, err
+		return statelog.PubAck{}, l.withVolume(classify(err), len(data))
 	}
 	return statelog.PubAck{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// withVolume adds to an append's lost answer that the broker's volume is
+// full, where it is: a broker whose store failed for want of disk never
+// answers the publish, and the write settles it from the log.
+func (l *Log) withVolume(err error, size int) error {
+	if errors.Is(err, statelog.ErrNoAnswer) {
+		if verr := l.volumeRoom(size); verr != nil {
+			err = fmt.Errorf("%w (%w)", err, verr)
+		}
+	}
+	return err
 }
 
 // classify turns a broker answer into the framework's errors.

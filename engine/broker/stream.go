@@ -30,6 +30,11 @@ type StreamSpec struct {
 	// Wait bounds how long a clustered boot waits for the JetStream meta
 	// leader and enough peers to place the stream (default 2 min).
 	Wait time.Duration
+	// AtomicBatches creates a missing stream allowing atomic batch
+	// publish, which Log combines concurrent appends into (combine.go).
+	// Only for a broker known to have it (nats-server 2.12 and later):
+	// the embedded one.
+	AtomicBatches bool
 }
 
 // EnsureStream creates the stream when missing and otherwise leaves it
@@ -97,6 +102,8 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, spec StreamSpec, lo
 			MaxBytes:   spec.MaxBytes,
 			Duplicates: spec.Duplicates,
 			Replicas:   replicas,
+
+			AllowAtomicPublish: spec.AtomicBatches,
 		}
 		if spec.Compacted {
 			sc.MaxMsgsPerSubject, sc.MaxAge = 1, spec.MaxAge

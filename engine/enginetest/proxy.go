@@ -21,7 +21,9 @@ type AckDropper struct {
 	ln     net.Listener
 	target string
 	acks   atomic.Int32
-	api    atomic.Int32
+	// batchAcks counts the atomic batches' commit answers still to drop.
+	batchAcks atomic.Int32
+	api       atomic.Int32
 	// apiKind, when set, limits the API answers dropped to that type.
 	apiKind atomic.Pointer[string]
 	Dropped atomic.Int32
@@ -47,6 +49,10 @@ func (p *AckDropper) URL() string { return "nats://" + p.ln.Addr().String() }
 
 // DropAcks drops the next n publish acknowledgements.
 func (p *AckDropper) DropAcks(n int) { p.acks.Add(int32(n)) }
+
+// DropBatchAcks drops the next n answers to atomic batch commits (an ack
+// naming its batch), letting single appends' acks through.
+func (p *AckDropper) DropBatchAcks(n int) { p.batchAcks.Add(int32(n)) }
 
 // DropAPI drops the next n JetStream API answers (stream info, message
 // gets).
@@ -132,8 +138,12 @@ func (p *AckDropper) downstream(s, c net.Conn) {
 					payload = body[hdr:]
 				}
 			}
+			ack := bytes.HasPrefix(payload, []byte(`{"stream":`)) && bytes.Contains(payload, []byte(`"seq":`))
 			switch {
-			case bytes.HasPrefix(payload, []byte(`{"stream":`)) && bytes.Contains(payload, []byte(`"seq":`)) && take(&p.acks):
+			case ack && bytes.Contains(payload, []byte(`"batch":`)) && take(&p.batchAcks):
+				p.Dropped.Add(1)
+				continue
+			case ack && take(&p.acks):
 				p.Dropped.Add(1)
 				continue
 			case bytes.HasPrefix(payload, []byte(`{"type":"io.nats.jetstream.api.`)) && p.apiMatches(payload) && take(&p.api):
@@ -148,4 +158,9 @@ func (p *AckDropper) downstream(s, c net.Conn) {
 }
 
 // Heal stops dropping anything.
-func (p *AckDropper) Heal() { p.acks.Store(0); p.api.Store(0); p.apiKind.Store(nil) }
+func (p *AckDropper) Heal() {
+	p.acks.Store(0)
+	p.batchAcks.Store(0)
+	p.api.Store(0)
+	p.apiKind.Store(nil)
+}

@@ -44,7 +44,11 @@ func BenchmarkBarePublish(b *testing.B) {
 }
 
 func benchNode(b *testing.B) *tracker.Service {
-	n := enginetest.OpenNode(b, node.Config{})
+	return seedBenchNode(b, enginetest.OpenNode(b, node.Config{}))
+}
+
+// seedBenchNode makes project ENG with one item on n.
+func seedBenchNode(b *testing.B, n *node.Node) *tracker.Service {
 	svc := n.Tracker()
 	ctx := context.Background()
 	if _, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
@@ -221,41 +225,49 @@ func BenchmarkApplyDrain(b *testing.B) {
 //	go test -run '^$' -bench CreatesOneProject -benchtime 2000x ./engine/node/
 func BenchmarkCreatesOneProject(b *testing.B) {
 	for _, conc := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
-			svc := benchNode(b)
-			bare := enginetest.NewBareRig(b)
-			ctx := context.Background()
-			var mu sync.Mutex
-			outcomes := map[string]int{}
-			per := (b.N + conc - 1) / conc
-			b.ResetTimer()
-			el := parallel(conc, per, func(w, i int) {
-				r, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("w%d-%d", w, i)})
-				k := string(r.Outcome)
-				if err != nil {
-					k = string(engine.CodeOf(err))
-				}
-				mu.Lock()
-				outcomes[k]++
-				mu.Unlock()
-			})
-			b.StopTimer()
-			bareEl := parallel(conc, per, func(w, i int) {
-				if _, err := bare.JS.Publish(ctx, fmt.Sprintf("bare.item.%d", w), []byte(`{"kind":"x","payload":{"title":"a title"}}`)); err != nil {
-					b.Error(err)
-				}
-			})
-			n := float64(per * conc)
-			b.ReportMetric(n/el.Seconds(), "creates/s")
-			b.ReportMetric(n/bareEl.Seconds(), "bare_publishes/s")
-			b.ReportMetric(bareEl.Seconds()/el.Seconds(), "ratio")
-			b.ReportMetric(float64(outcomes[string(engine.CodeConflict)]), "conflicts")
-			b.ReportMetric(float64(outcomes[string(engine.Applied)]), "applied")
-			b.ReportMetric(float64(outcomes[string(engine.Pending)]), "pending")
-			if outcomes[string(engine.CodeConflict)] > 0 {
-				b.Errorf("creates refused conflict: %v", outcomes)
-			}
-		})
+		for _, single := range []bool{true, false} {
+			b.Run(fmt.Sprintf("c=%d/single=%v", conc, single), func(b *testing.B) { benchCreates(b, conc, single) })
+		}
+	}
+}
+
+// benchCreates is one case of BenchmarkCreatesOneProject: single sends
+// every append alone, never combined into a batch.
+func benchCreates(b *testing.B, conc int, single bool) {
+	n := enginetest.OpenNode(b, node.Config{SingleAppends: single})
+	svc := seedBenchNode(b, n)
+	bare := enginetest.NewBareRig(b)
+	ctx := context.Background()
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	per := (b.N + conc - 1) / conc
+	b.ResetTimer()
+	el := parallel(conc, per, func(w, i int) {
+		r, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("w%d-%d", w, i)})
+		k := string(r.Outcome)
+		if err != nil {
+			k = string(engine.CodeOf(err))
+		}
+		mu.Lock()
+		outcomes[k]++
+		mu.Unlock()
+	})
+	b.StopTimer()
+	bareEl := parallel(conc, per, func(w, i int) {
+		if _, err := bare.JS.Publish(ctx, fmt.Sprintf("bare.item.%d", w), []byte(`{"kind":"x","payload":{"title":"a title"}}`)); err != nil {
+			b.Error(err)
+		}
+	})
+	total := float64(per * conc)
+	b.ReportMetric(total/el.Seconds(), "creates/s")
+	b.ReportMetric(total/bareEl.Seconds(), "bare_publishes/s")
+	b.ReportMetric(float64(n.Log(engine.DomainTracker).Batches().Taken), "batches")
+	b.ReportMetric(bareEl.Seconds()/el.Seconds(), "ratio")
+	b.ReportMetric(float64(outcomes[string(engine.CodeConflict)]), "conflicts")
+	b.ReportMetric(float64(outcomes[string(engine.Applied)]), "applied")
+	b.ReportMetric(float64(outcomes[string(engine.Pending)]), "pending")
+	if outcomes[string(engine.CodeConflict)] > 0 {
+		b.Errorf("creates refused conflict: %v", outcomes)
 	}
 }
 

@@ -53,8 +53,12 @@ type Config struct {
 	// drain to be confirmed, which a broker that is gone never does
 	// (default broker.DefaultDrainWait, 5 s).
 	DrainWait time.Duration
-	Clock     engine.Clock
-	Logger    *slog.Logger
+	// SingleAppends sends every append alone, never combined into an
+	// atomic batch (see broker's combine.go): for benchmarks comparing
+	// the two in one run.
+	SingleAppends bool
+	Clock         engine.Clock
+	Logger        *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").

@@ -41,13 +41,17 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 	for i, sp := range cfg.Domains {
 		sized := plan.Logs[i]
 		ss := broker.StreamSpec{Name: sp.Stream, Subjects: sp.Subjects(), MaxBytes: sized.Create, Fit: sized.Fit, Duplicates: cfg.Stream.DuplicateWindow,
-			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait, Compacted: sp.Compacted, MaxAge: sp.MaxAge}
+			Replicas: cfg.Stream.Replicas, Wait: cfg.Stream.ClusterWait, Compacted: sp.Compacted, MaxAge: sp.MaxAge,
+			AtomicBatches: n.broker.Server != nil}
 		s, err := broker.EnsureStream(ctx, n.broker.JS, ss, cfg.Logger)
 		if err != nil {
 			return n.reserveRefused(ctx, err, in, sized.Log, sized.Create)
 		}
 		l := broker.NewLog(n.broker.JS, s, sp.Name(), cfg.Name, cfg.Logger)
 		l.SetDrainWait(cfg.DrainWait)
+		if cfg.SingleAppends {
+			l.SetSingleAppends()
+		}
 		if n.broker.Server != nil {
 			l.SetVolume(cfg.Stream.StoreDir)
 		}

@@ -121,7 +121,7 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOpenProject(ctx, tx, in.Project); err != nil {
+	if err := checkOpenProject(ctx, s.hot(tx), in.Project); err != nil {
 		return nil, err
 	}
 	c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,

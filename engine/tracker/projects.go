@@ -150,11 +150,17 @@ func (s *Service) UpdateProject(ctx context.Context, w engine.WriteOptions, key 
 	return out, err
 }
 
+// rowQuerier runs a one-row query: a transaction, or one whose statements
+// are prepared once (Service.hot).
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // checkOpenProject refuses a new item (a create, a move into it) in an
 // archived project.
-func checkOpenProject(ctx context.Context, tx *sql.Tx, key string) error {
+func checkOpenProject(ctx context.Context, q rowQuerier, key string) error {
 	var archived bool
-	err := tx.QueryRowContext(ctx, `SELECT archived FROM tracker_project_state WHERE key = ?`, key).Scan(&archived)
+	err := q.QueryRowContext(ctx, `SELECT archived FROM tracker_project_state WHERE key = ?`, key).Scan(&archived)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !archived) {
 		return nil
 	}
