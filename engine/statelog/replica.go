@@ -117,7 +117,8 @@ type Replica struct {
 	log    *slog.Logger
 
 	progress progress
-	// ownLast is the highest sequence this node's own writes landed at.
+	// ownLast is the highest sequence this node's own writes were
+	// answered at (see write: the writes still under way are not in it).
 	ownLast atomic.Uint64
 	// logEnd is the last sequence the broker is known to hold, learnt from
 	// deliveries and appends without asking.

@@ -56,6 +56,10 @@ type Op = ledger.Call
 // nowhere, as crewlet.statelog.publish.refusals counts it).
 func (r *Replica) Write(ctx context.Context, op Op, decide Decide) (Written, error) {
 	out, err := r.write(ctx, op, decide)
+	if out.Seq > 0 {
+		// Answered: the next write this node decides must see it.
+		r.noteOwn(out.Seq)
+	}
 	if ref, ok := engine.AsRefusal(err); ok {
 		reason := string(ref.Code)
 		if g, ok := ref.Fields["gate"].(string); ok && g != "" {
@@ -98,7 +102,13 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 		return r.unvouched(ctx, op, out, decide)
 	}
 	// Read-your-writes on the write path: this node's own last write on
-	// this log is applied before the next one decides.
+	// this log is applied before the next one decides. "Last" is the
+	// newest this node has answered (noteOwn): a write answered before
+	// this one began is one its caller may build on, while the writes
+	// still under way beside it are concurrent with it, ordered only by
+	// the broker's arbitration on their subjects. Waiting for those too
+	// would make every write wait for the apply of all the others'
+	// appends, a convoy that halved the write rate at 64 writers.
 	if own := r.ownLast.Load(); own > 0 {
 		if err := r.waitFor(ctx, own, "this node's own last write on "+r.stream); err != nil {
 			return out, err
@@ -205,11 +215,11 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 				return true, out, ref
 			}
 		}
-		r.noteOwn(ack.Seq)
+		r.noteLogEnd(ack.Seq)
 		res, err := r.answerLanded(ctx, out, ack.Seq, true)
 		return true, res, err
 	case err == nil:
-		r.noteOwn(ack.Seq)
+		r.noteLogEnd(ack.Seq)
 		res, err := r.answerLanded(ctx, out, ack.Seq, false)
 		return true, res, err
 	case errors.As(err, &wrong):
@@ -219,7 +229,7 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 			if ref := r.sameCall(op, subject, last); ref != nil {
 				return true, out, ref
 			}
-			r.noteOwn(last.Seq)
+			r.noteLogEnd(last.Seq)
 			res, err := r.answerLanded(ctx, out, last.Seq, true)
 			return true, res, err
 		}
@@ -413,7 +423,7 @@ func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject s
 		if ref := r.sameCall(op, subject, last); ref != nil {
 			return out, ref
 		}
-		r.noteOwn(last.Seq)
+		r.noteLogEnd(last.Seq)
 		return r.answerLanded(ctx, out, last.Seq, true)
 	}
 	if (err == nil || errors.Is(err, ErrNoMessage)) && errors.Is(cause, ErrVolumeFull) {
@@ -466,14 +476,16 @@ func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (Stored
 	}
 }
 
+// noteOwn records seq as this node's own last write on the log: a write
+// answered (applied, pending, or refused after it landed) at seq.
 func (r *Replica) noteOwn(seq uint64) {
+	r.noteLogEnd(seq)
 	for {
 		cur := r.ownLast.Load()
 		if seq <= cur || r.ownLast.CompareAndSwap(cur, seq) {
-			break
+			return
 		}
 	}
-	r.noteLogEnd(seq)
 }
 
 // answerLanded waits up to the write wait for this node to apply the
