@@ -161,21 +161,35 @@ func candidatesQuery(after, project string, want int) string {
 	return `WITH top AS MATERIALIZED (SELECT doc, rank FROM (SELECT rowid AS doc, bm25(tracker_search, ` + bm25Weights + `) AS rank
 		FROM tracker_search WHERE tracker_search MATCH ?1) WHERE 1` + after + ` ORDER BY rank, doc LIMIT ` + strconv.Itoa(want+candidateSlack) + `),
 		page AS MATERIALIZED (SELECT i.key AS key, i.title AS title, i.status AS status, top.rank AS rank, top.doc AS doc
-		FROM top JOIN tracker_items i ON i.doc = top.doc WHERE i.trashed = 0` + project + ` ORDER BY top.rank, top.doc LIMIT ` + strconv.Itoa(want) + `)
-		SELECT page.key, page.title, page.status, snippet(tracker_search, -1, '[', ']', '…', 12), page.rank, page.doc, (SELECT count(*) FROM top)
-		FROM page JOIN tracker_search ON tracker_search.rowid = page.doc
-		WHERE tracker_search MATCH ?1 ORDER BY page.rank, page.doc`
+		FROM top JOIN tracker_items i ON i.doc = top.doc WHERE i.trashed = 0` + project + ` ORDER BY top.rank, top.doc LIMIT ` + strconv.Itoa(want) + `),
+		` + snippetsCTE + `
+		SELECT page.key, page.title, page.status, snips.snip, page.rank, page.doc, (SELECT count(*) FROM top)
+		FROM page JOIN snips ON snips.doc = page.doc ORDER BY page.rank, page.doc`
 }
 
 // everyMatchQuery joins every match before it ranks.
 func everyMatchQuery(after, project string, limit int) string {
-	return `WITH top AS MATERIALIZED (SELECT doc, rank FROM (SELECT tracker_search.rowid AS doc, bm25(tracker_search, ` + bm25Weights + `) AS rank
+	return `WITH page AS MATERIALIZED (SELECT doc, rank FROM (SELECT tracker_search.rowid AS doc, bm25(tracker_search, ` + bm25Weights + `) AS rank
 		FROM tracker_search JOIN tracker_items i ON i.doc = tracker_search.rowid
-		WHERE tracker_search MATCH ?1 AND i.trashed = 0` + project + `) WHERE 1` + after + ` ORDER BY rank, doc LIMIT ` + strconv.Itoa(limit) + `)
-		SELECT i.key, i.title, i.status, snippet(tracker_search, -1, '[', ']', '…', 12), top.rank, top.doc, 0
-		FROM top JOIN tracker_items i ON i.doc = top.doc JOIN tracker_search ON tracker_search.rowid = top.doc
-		WHERE tracker_search MATCH ?1 ORDER BY top.rank, top.doc`
+		WHERE tracker_search MATCH ?1 AND i.trashed = 0` + project + `) WHERE 1` + after + ` ORDER BY rank, doc LIMIT ` + strconv.Itoa(limit) + `),
+		` + snippetsCTE + `
+		SELECT i.key, i.title, i.status, snips.snip, page.rank, page.doc, 0
+		FROM page JOIN tracker_items i ON i.doc = page.doc JOIN snips ON snips.doc = page.doc
+		ORDER BY page.rank, page.doc`
 }
+
+// snippetsCTE takes the snippets of the page's docs in one pass of the
+// index. Joined by rowid instead, SQLite opened the MATCH again for each
+// row: each opening seeks the term in every segment of the index, and
+// the statement FTS5 seeks with was parsed again nearly every time
+// (SQLite 3.54 re-plans a "segid = ?" lookup when the bound value was 0
+// or 1, and the index's first segment is numbered 1; the driver offers
+// no way to set SQLITE_DBCONFIG_ENABLE_QPSG, which would stop it) — a
+// quarter of a search. One pass over the matching rowids costs less than
+// two openings; the unary plus keeps the IN a filter, not a lookup per
+// doc, and snippet() runs only for the rows it keeps.
+const snippetsCTE = `snips AS MATERIALIZED (SELECT rowid AS doc, snippet(tracker_search, -1, '[', ']', '…', 12) AS snip
+		FROM tracker_search WHERE tracker_search MATCH ?1 AND +rowid IN (SELECT doc FROM page))`
 
 func trimHits(hits []SearchHit, docs []int64, n int) ([]SearchHit, []int64) {
 	if len(hits) > n {
