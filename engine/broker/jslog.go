@@ -70,7 +70,10 @@ func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, no
 	cfg := s.CachedInfo().Config
 	l := &Log{js: js, stream: s, name: cfg.Name, domain: domain, durable: ConsumerName(node), node: node, drainWait: DefaultDrainWait, settleWait: settleWait,
 		log: log.With(engine.LogComponent, engine.ComponentEngine, engine.LogStream, cfg.Name)}
-	if cfg.AllowAtomicPublish {
+	if cfg.AllowAtomicPublish && cfg.Replicas <= 1 {
+		// Only at R1, where each single append costs an fsync of its own:
+		// a replicated stream's raft log already groups concurrent
+		// appends, and batches measured no faster there (BATCHING.md).
 		l.comb = newCombiner(js.Conn(), cfg.Name)
 	}
 	return l
