@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"database/sql"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -16,18 +15,19 @@ import (
 // statelog.ReadObjectRow). getWorkItemTx answers the same in a read
 // transaction; TestGetWorkItemOneStatement holds the two equal.
 
-// commentsColumn is an item's newest MaxReadComments comments, oldest
+// commentsJSON is an item's newest MaxReadComments comments, oldest
 // first, as a JSON array of objects (commentJSON), over the item row i.
-var commentsColumn = `(SELECT json_group_array(json_object('i', id, 'v', version, 'a', author, 'b', body, 't', at) ORDER BY id) FROM (
+var commentsJSON = `(SELECT json_group_array(json_object('i', id, 'v', version, 'a', author, 'b', body, 't', at) ORDER BY id) FROM (
 	SELECT c.seq AS id, coalesce(v.version, c.seq) AS version, c.author AS author, c.body AS body, c.at AS at
 	FROM tracker_comments c LEFT JOIN tracker_comment_versions v ON v.item = c.item AND v.seq = c.seq
 	WHERE c.item = i.id ORDER BY c.seq DESC LIMIT ` + strconv.Itoa(MaxReadComments) + `))`
 
-// getItemQuery reads get_work_item's answer by any key the item has held.
-var getItemQuery = `SELECT ` + statelog.SeenColumn(engine.DomainTracker) + `, ` + itemColumns + `, ` + itemSets + `, ` + commentsColumn +
-	itemFrom + ` WHERE i.id = (SELECT id FROM tracker_item_keys WHERE key = ?)`
+// getItemQuery reads get_work_item's answer by any key the item has held:
+// the checkpoint, loadItemQuery's columns, the comments in the sets.
+var getItemQuery = `SELECT ` + statelog.SeenColumn(engine.DomainTracker) + `, ` + itemColumns +
+	`, '{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || ',"c":' || ` + commentsJSON + ` || '}'` + itemFrom + ` WHERE i.id = (SELECT id FROM tracker_item_keys WHERE key = ?)`
 
-// commentJSON is one element of commentsColumn's array (integers decode
+// commentJSON is one element of commentsJSON's array (integers decode
 // exactly into int64, never through a float).
 type commentJSON struct {
 	ID      uint64 `json:"i"`
@@ -40,20 +40,19 @@ type commentJSON struct {
 // scanItemRead scans getItemQuery's row: seen and the answer.
 func scanItemRead(row *sql.Row, seen *uint64) (ItemRead, error) {
 	var x itemScan
-	var comments []byte
 	out := ItemRead{Comments: []Comment{}}
-	if err := row.Scan(append([]any{seen}, x.dest(&comments)...)...); err != nil {
+	if err := row.Scan(x.appendDest(append(make([]any, 0, 1+itemDests), seen))...); err != nil {
 		return out, err
 	}
-	var err error
-	if out.Item, err = x.item(); err != nil {
+	it, sets, err := x.item()
+	if err != nil {
 		return out, err
 	}
-	var cs []commentJSON
-	if err := json.Unmarshal(comments, &cs); err != nil {
-		return out, err
+	out.Item = it
+	if len(sets.Comments) > 0 {
+		out.Comments = make([]Comment, 0, len(sets.Comments))
 	}
-	for _, c := range cs {
+	for _, c := range sets.Comments {
 		out.Comments = append(out.Comments, Comment{ID: c.ID, Version: c.Version, Author: c.Author, Body: c.Body, At: time.Unix(0, c.At).UTC()})
 	}
 	return out, nil
