@@ -24,8 +24,8 @@ var commentsJSON = `(SELECT json_group_array(json_object('i', id, 'v', version, 
 
 // getItemQuery reads get_work_item's answer by any key the item has held:
 // the checkpoint, loadItemQuery's columns, the comments in the sets.
-var getItemQuery = `SELECT ` + statelog.SeenColumn(engine.DomainTracker) + `, ` + itemColumns +
-	`, '{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || ',"c":' || ` + commentsJSON + ` || '}'` + itemFrom + ` WHERE i.id = (SELECT id FROM tracker_item_keys WHERE key = ?)`
+var getItemQuery = `SELECT ` + statelog.SeenColumn(engine.DomainTracker) + ` AS seen, ` + itemColumns +
+	`, '{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || ',"c":' || ` + commentsJSON + ` || '}' AS sets` + itemFrom + ` WHERE i.id = (SELECT id FROM tracker_item_keys WHERE key = ?)`
 
 // commentJSON is one element of commentsJSON's array (integers decode
 // exactly into int64, never through a float).

@@ -271,8 +271,10 @@ const (
 // one value to scan and one to decode instead of three. It is joined as
 // text: each set is JSON text ([] where empty, never NULL), and a
 // json_object would take a subquery's array for a string (the JSON
-// subtype does not cross a subquery) or parse it again.
-const itemSets = `'{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || '}'`
+// subtype does not cross a subquery) or parse it again. Named, since the
+// driver copies out every column's name on every query, and an unnamed
+// column's is its whole expression.
+const itemSets = `'{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || '}' AS sets`
 
 // loadItemQuery reads an item with its tags, watchers and edges in one
 // prepared statement: a point read is one parse-free step, not four.
