@@ -135,17 +135,17 @@ func parse(r *http.Request, rt Route) (*Query, error) {
 	if err != nil {
 		return nil, engine.Refuse(engine.CodeInvalidArgument, "the query string does not parse (%v); encode it as key=value pairs joined by &.", err)
 	}
-	allowed := slices.Clone(rt.Keys)
-	if rt.Grammar {
-		allowed = append(allowed, grammarKeys...)
-	}
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
+		if !slices.Contains(rt.Keys, k) && !(rt.Grammar && slices.Contains(grammarKeys, k)) {
+			allowed := slices.Clone(rt.Keys)
+			if rt.Grammar {
+				allowed = append(allowed, grammarKeys...)
+			}
 			takes := "no query keys"
 			if len(allowed) > 0 {
 				takes = strings.Join(allowed, ", ")
