@@ -30,8 +30,8 @@ func SeenColumn(d engine.Domain) string {
 }
 
 // ReadObjectRow serves an object read as ReadObject does, admitted the
-// same way, answering from one statement where it can: where one.Query
-// answers a row and no record is retained undecoded (the counter is raised
+// same way, answering from one statement where it can — one.Query must be
+// a point read, whose work is bounded — where it answers a row and no record is retained undecoded (the counter is raised
 // before such a record commits, so it is read after the statement). Any
 // other case, an error included, runs slow in a read transaction as
 // ReadObject would, and its answer (a refusal saying which, a deferral for
@@ -41,9 +41,13 @@ func (r *Replica) ReadObjectRow(ctx context.Context, opts engine.ReadOptions, on
 	if err != nil {
 		return engine.ReadInfo{}, err
 	}
-	if r.retained.Load() == 0 {
+	if r.retained.Load() == 0 && ctx.Err() == nil {
+		// The statement is a bounded point read, so it does not watch ctx:
+		// watching costs two goroutines per statement (database/sql's and
+		// the driver's, each started for a context that can be cancelled),
+		// more than the statement itself on a request's context.
 		var seen uint64
-		err := one.Scan(r.stmts.QueryRowContext(ctx, one.Query, one.Args...), &seen)
+		err := one.Scan(r.stmts.QueryRowContext(context.WithoutCancel(ctx), one.Query, one.Args...), &seen)
 		if err == nil && r.retained.Load() == 0 {
 			info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
 			r.lagInto(&info, seen)
