@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/crewlet/crewlet/engine"
 )
@@ -133,17 +135,17 @@ func parse(r *http.Request, rt Route) (*Query, error) {
 	if err != nil {
 		return nil, engine.Refuse(engine.CodeInvalidArgument, "the query string does not parse (%v); encode it as key=value pairs joined by &.", err)
 	}
-	allowed := slices.Clone(rt.Keys)
-	if rt.Grammar {
-		allowed = append(allowed, grammarKeys...)
-	}
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
+		if !slices.Contains(rt.Keys, k) && !(rt.Grammar && slices.Contains(grammarKeys, k)) {
+			allowed := slices.Clone(rt.Keys)
+			if rt.Grammar {
+				allowed = append(allowed, grammarKeys...)
+			}
 			takes := "no query keys"
 			if len(allowed) > 0 {
 				takes = strings.Join(allowed, ", ")
@@ -236,14 +238,32 @@ func (s *server) refuse(w http.ResponseWriter, _ *http.Request, ref *engine.Refu
 	writeJSON(w, engine.HTTPStatus(ref.Code), ref.Object())
 }
 
+// bodies are response buffers reused across requests: a body is encoded
+// into one and written from it, not marshalled into a new slice and
+// copied again to end it with a newline.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer put back: a rare large answer's
+// buffer is left to the collector rather than held.
+const maxPooledBody = 64 << 10
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	buf := bodies.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodies.Put(buf)
+		}
+	}()
+	buf.Reset()
+	// Encode writes what json.Marshal returns, and the newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		body = []byte(fmt.Sprintf(`{"refused":%q,"message":%q}`, engine.CodeInternal, engine.Codes[engine.CodeInternal].Doc))
+		buf.Reset()
+		fmt.Fprintf(buf, `{"refused":%q,"message":%q}`+"\n", engine.CodeInternal, engine.Codes[engine.CodeInternal].Doc)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }

@@ -45,6 +45,11 @@ func (r *Replica) read(ctx context.Context, opts engine.ReadOptions, fn ObjectRe
 	if err != nil {
 		return engine.ReadInfo{}, err
 	}
+	return r.readAdmitted(ctx, adm, fn, object)
+}
+
+// readAdmitted runs fn in one read transaction once admission has served.
+func (r *Replica) readAdmitted(ctx context.Context, adm Admission, fn ObjectReadFunc, object bool) (engine.ReadInfo, error) {
 	tx, err := sqlite.BeginRead(ctx, r.cfg.DB)
 	if err != nil {
 		return engine.ReadInfo{}, err
@@ -74,15 +79,20 @@ func (r *Replica) read(ctx context.Context, opts engine.ReadOptions, fn ObjectRe
 	if fnErr != nil {
 		return engine.ReadInfo{}, fnErr
 	}
-	// consistent_prefix names a prefix and claims no age, so it carries no
-	// lag; every other level reports it.
+	r.lagInto(&info, seen)
+	return info, nil
+}
+
+// lagInto reports the answer's lag behind the log's end:
+// consistent_prefix names a prefix and claims no age, so it carries no
+// lag; every other level reports it.
+func (r *Replica) lagInto(info *engine.ReadInfo, seen uint64) {
 	if info.Level != engine.ConsistentPrefix {
 		info.Lag = LagOf(seen, r.logEnd.Load(), r.drain.get())
 		if info.Lag.Seconds == nil {
 			info.Note = LagUnmeasured
 		}
 	}
-	return info, nil
 }
 
 // maxAdmitSteps bounds admission's loop: a barrier, a wait and a verdict.

@@ -258,13 +258,27 @@ func scanItem(sc interface{ Scan(...any) error }) (WorkItem, error) {
 	return it, err
 }
 
+// The sets of an item row i, each a JSON array: its tags, watchers and
+// edges (edgeJSON objects).
+const (
+	tagsJSON     = `(SELECT json_group_array(tag) FROM (SELECT tag FROM tracker_tags WHERE item = i.id ORDER BY tag))`
+	watchersJSON = `(SELECT json_group_array(watcher) FROM (SELECT watcher FROM tracker_watchers WHERE item = i.id ORDER BY watcher))`
+	edgesJSON    = `(SELECT json_group_array(json_object('k', kind, 'o', key, 'a', authored)) FROM (SELECT e.kind AS kind, o.key AS key, e.authored AS authored
+		FROM tracker_edges e JOIN tracker_items o ON o.id = e.other WHERE e.item = i.id ORDER BY e.kind, o.key))`
+)
+
+// itemSets is one column, a JSON object of the item's sets (setsJSON):
+// one value to scan and one to decode instead of three. It is joined as
+// text: each set is JSON text ([] where empty, never NULL), and a
+// json_object would take a subquery's array for a string (the JSON
+// subtype does not cross a subquery) or parse it again. Named, since the
+// driver copies out every column's name on every query, and an unnamed
+// column's is its whole expression.
+const itemSets = `'{"t":' || ` + tagsJSON + ` || ',"w":' || ` + watchersJSON + ` || ',"e":' || ` + edgesJSON + ` || '}' AS sets`
+
 // loadItemQuery reads an item with its tags, watchers and edges in one
 // prepared statement: a point read is one parse-free step, not four.
-const loadItemQuery = `SELECT ` + itemColumns + `,
-	(SELECT json_group_array(tag) FROM (SELECT tag FROM tracker_tags WHERE item = i.id ORDER BY tag)),
-	(SELECT json_group_array(watcher) FROM (SELECT watcher FROM tracker_watchers WHERE item = i.id ORDER BY watcher)),
-	(SELECT json_group_array(json_array(kind, key, authored)) FROM (SELECT e.kind AS kind, o.key AS key, e.authored AS authored
-		FROM tracker_edges e JOIN tracker_items o ON o.id = e.other WHERE e.item = i.id ORDER BY e.kind, o.key))` + itemFrom + ` WHERE i.id = `
+const loadItemQuery = `SELECT ` + itemColumns + `, ` + itemSets + itemFrom + ` WHERE i.id = `
 
 // loadItemByIDQuery and loadItemByKeyQuery read an item by its id, or by
 // any key it has held.
@@ -280,35 +294,73 @@ func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem
 
 // loadItemBy reads one item by query (by id or by key) and arg.
 func (s *Service) loadItemBy(ctx context.Context, tx *sql.Tx, query, arg string) (WorkItem, error) {
-	var tags, watchers, edges string
-	var it WorkItem
-	var created, updated, trashed, priority int64
-	err := s.replica.QueryRow(ctx, tx, query, arg).Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
-		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto, &priority, &it.Due, &it.Estimate, &it.Type, &tags, &watchers, &edges)
-	if err != nil {
-		return it, err
+	var x itemScan
+	if err := s.replica.QueryRow(ctx, tx, query, arg).Scan(x.appendDest(make([]any, 0, itemDests))...); err != nil {
+		return x.it, err
 	}
-	it.Priority = priorityName(priority)
-	it.CreatedAt, it.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
-	it.Trashed = trashed != 0
-	it.Tags, it.Watchers, it.Edges = []string{}, []string{}, []Edge{}
-	if err := json.Unmarshal([]byte(tags), &it.Tags); err != nil {
-		return it, err
+	it, _, err := x.item()
+	return it, err
+}
+
+// itemScan is a row of loadItemQuery's columns as scanned.
+type itemScan struct {
+	it                                  WorkItem
+	created, updated, trashed, priority int64
+	sets                                []byte
+}
+
+// appendDest appends the scan destinations of loadItemQuery's columns, in
+// order, to d.
+func (x *itemScan) appendDest(d []any) []any {
+	it := &x.it
+	return append(d, &it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
+		&x.created, &x.updated, &it.Parent, &it.Reopens, &it.Handoffs, &x.trashed, &it.Mark, &it.MergedInto, &x.priority, &it.Due, &it.Estimate, &it.Type,
+		&x.sets)
+}
+
+// itemDests is how many destinations appendDest appends.
+const itemDests = 22
+
+// setsJSON is the sets column decoded: itemSets's, and getItemQuery's
+// with the newest comments beside them.
+type setsJSON struct {
+	Tags     []string      `json:"t"`
+	Watchers []string      `json:"w"`
+	Edges    []edgeJSON    `json:"e"`
+	Comments []commentJSON `json:"c"`
+}
+
+// edgeJSON is one edge as edgesJSON has it.
+type edgeJSON struct {
+	Kind     string `json:"k"`
+	Key      string `json:"o"`
+	Authored int64  `json:"a"`
+}
+
+// item is the scanned row as the item it answers, and its decoded sets.
+func (x *itemScan) item() (WorkItem, setsJSON, error) {
+	it := x.it
+	it.Priority = priorityName(x.priority)
+	it.CreatedAt, it.UpdatedAt = time.Unix(0, x.created).UTC(), time.Unix(0, x.updated).UTC()
+	it.Trashed = x.trashed != 0
+	var sets setsJSON
+	if err := json.Unmarshal(x.sets, &sets); err != nil {
+		return it, sets, err
 	}
-	if err := json.Unmarshal([]byte(watchers), &it.Watchers); err != nil {
-		return it, err
+	it.Tags, it.Watchers, it.Edges = orEmpty(sets.Tags), orEmpty(sets.Watchers), make([]Edge, 0, len(sets.Edges))
+	for _, e := range sets.Edges {
+		it.Edges = append(it.Edges, Edge{Kind: e.Kind, Key: e.Key, Mirror: e.Authored == 0})
 	}
-	var raw [][3]any
-	if err := json.Unmarshal([]byte(edges), &raw); err != nil {
-		return it, err
+	return it, sets, nil
+}
+
+// orEmpty is s, or an empty set where it is none (an answer shows [],
+// never null).
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	for _, e := range raw {
-		kind, _ := e[0].(string)
-		key, _ := e[1].(string)
-		authored, _ := e[2].(float64)
-		it.Edges = append(it.Edges, Edge{Kind: kind, Key: key, Mirror: authored == 0})
-	}
-	return it, nil
+	return s
 }
 
 // resolve finds an item's id by any key it has held (a moved item keeps
@@ -349,33 +401,47 @@ func (s *Service) GetWorkItem(ctx context.Context, r engine.ReadOptions, key str
 	if err := checkItemKey(key); err != nil {
 		return ItemRead{}, err
 	}
-	out := ItemRead{Comments: []Comment{}}
-	// The read is about the item, or, where there is none by that key,
-	// about its project's numbering: a retained record covering either
-	// refuses deferred rather than answering without it.
-	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
-		// The item is read by its key in one statement; only a key with
-		// no item row (none by that key, or purged: a purge deletes the
-		// row in the transaction that records it) is resolved apart, for
-		// the refusal that says which. A statement fewer on every read.
+	var out ItemRead
+	// An item held by the key is answered by one statement, item and
+	// comments in one snapshot without a transaction; anything else (no
+	// item by that key, a record retained undecoded) is read in one.
+	one := statelog.RowRead{Query: getItemQuery, Args: []any{key}, Scan: func(row *sql.Row, seen *uint64) error {
 		var err error
-		out.Item, err = s.loadItemBy(ctx, tx, loadItemByKeyQuery, key)
-		if errors.Is(err, sql.ErrNoRows) {
-			var id string
-			if id, err = s.resolve(ctx, tx, key); err != nil {
-				return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
-			}
-			if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
-				return []string{"item:" + id}, err
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		id := out.Item.ID
-		out.Comments, err = s.readComments(ctx, tx, MaxReadComments, `c.item = ?`, id)
-		return []string{"item:" + id}, err
+		out, err = scanItemRead(row, seen)
+		return err
+	}}
+	info, err := s.replica.ReadObjectRow(ctx, linearizable(r), one, func(ctx context.Context, tx *sql.Tx) ([]string, error) {
+		out = ItemRead{Comments: []Comment{}}
+		return s.getWorkItemTx(ctx, tx, key, &out)
 	})
 	out.ReadInfo = info
 	return out, err
+}
+
+// getWorkItemTx reads get_work_item's answer inside tx, returning the
+// scope it is about: the item, or, where there is none by that key, its
+// project's numbering — a retained record covering either refuses
+// deferred rather than answering without it.
+func (s *Service) getWorkItemTx(ctx context.Context, tx *sql.Tx, key string, out *ItemRead) ([]string, error) {
+	// The item is read by its key in one statement; only a key with no
+	// item row (none by that key, or purged: a purge deletes the row in
+	// the transaction that records it) is resolved apart, for the refusal
+	// that says which.
+	var err error
+	out.Item, err = s.loadItemBy(ctx, tx, loadItemByKeyQuery, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		var id string
+		if id, err = s.resolve(ctx, tx, key); err != nil {
+			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
+		}
+		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
+			return []string{"item:" + id}, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := out.Item.ID
+	out.Comments, err = s.readComments(ctx, tx, MaxReadComments, `c.item = ?`, id)
+	return []string{"item:" + id}, err
 }

@@ -27,6 +27,7 @@ type Replica interface {
 	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
 	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
 	ReadObject(ctx context.Context, opts engine.ReadOptions, fn statelog.ObjectReadFunc) (engine.ReadInfo, error)
+	ReadObjectRow(ctx context.Context, opts engine.ReadOptions, one statelog.RowRead, slow statelog.ObjectReadFunc) (engine.ReadInfo, error)
 	Settle(ctx context.Context, fn func(ctx context.Context) error) error
 	WaitApplied(ctx context.Context, seq uint64) error
 	Position(seq uint64) engine.Position
