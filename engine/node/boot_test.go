@@ -51,6 +51,33 @@ func TestLostDatabaseRebuildsReader(t *testing.T) {
 	}
 }
 
+// TestCleanRestartAfterABurst: the appliers space their acknowledgements
+// (Config.AckEvery), so at the end of a burst of writes the newest is
+// still held; closing the node sends it, and the restart finds everything
+// it was handed acknowledged: no reader rebuilt (the seeds' clean
+// restart).
+func TestCleanRestartAfterABurst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	n := enginetest.OpenNode(t, node.Config{DataDir: dir, AckEvery: time.Hour})
+	mustProject(t, n.Tracker(), "ENG")
+	for i := 0; i < 20; i++ {
+		if _, err := n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "burst"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Close()
+	rec := enginetest.NewRecorder()
+	n = enginetest.OpenNode(t, node.Config{DataDir: dir, Logger: rec.Logger()})
+	if l := rec.Lines(engine.EvConsumerRebuilt); len(l) != 0 {
+		t.Fatalf("clean restart after a burst rebuilt its reader: %+v", l)
+	}
+	got, err := n.Tracker().GetWorkItem(ctx, lin(), "ENG-20")
+	if err != nil || got.Item.Title != "burst" {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
 // TestSecondProcessRefused: a data directory held by one node refuses a
 // second, naming the holder and --node.
 func TestSecondProcessRefused(t *testing.T) {

@@ -18,6 +18,11 @@ const (
 	ModeSeal        = "seal"
 )
 
+// DefaultAckEvery is how often at most an applier acknowledges what it
+// applied: on a replicated stream every acknowledgement is a replicated
+// proposal of its own.
+const DefaultAckEvery = 20 * time.Millisecond
+
 // Config is everything one node is built from. cmd/crewlet maps the YAML
 // file and flags onto it; zero fields take the defaults below (withDefaults
 // sets them, in one place), and Validate holds every rule its values obey.
@@ -72,6 +77,10 @@ type Config struct {
 	// the boot (a rebuild, a node back from a long stop) logs its progress,
 	// and how often an adoption's snapshot download does (default 10 s).
 	ProgressEvery time.Duration
+	// AckEvery spaces each applier's acknowledgements to the broker: at
+	// most one per AckEvery (default DefaultAckEvery; negative: one per
+	// applied batch). See statelog's acker.
+	AckEvery time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.

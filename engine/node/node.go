@@ -192,6 +192,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ReadBudget == 0 {
 		cfg.ReadBudget = DefaultReadBudget
 	}
+	if cfg.AckEvery == 0 {
+		cfg.AckEvery = DefaultAckEvery
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = engine.SystemClock{}
 	}

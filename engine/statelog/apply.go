@@ -26,12 +26,17 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 	c := r.sub.C()
 	progress := newReplay(cp.Seq, r.logEnd.Load(), r.cfg.ProgressEvery, time.Now())
 	batch := make([]Delivery, 0, maxBatch)
+	acks := &acker{every: r.cfg.AckEvery}
+	defer acks.flush()
 	for {
 		batch = batch[:0]
 		last := false
 		select {
 		case d := <-c:
 			batch = append(batch, d)
+		case <-acks.due():
+			acks.flush()
+			continue
 		case <-r.sub.Done():
 			last = true
 		case <-ctx.Done():
@@ -51,7 +56,7 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 		// record that reached the budget (a record is never split).
 		began := time.Now()
 		for start := 0; start < len(batch); {
-			n, ok := r.applyWithRetry(ctx, &cp, batch[start:])
+			n, ok := r.applyWithRetry(ctx, &cp, batch[start:], acks)
 			if !ok {
 				return
 			}
@@ -70,7 +75,7 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 // applyWithRetry applies one batch, retrying a failure in place: the run
 // of failures is logged once when it starts, once more when it outlives the
 // retry budget (reads then refuse stalled), and once when it ends.
-func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery) (int, bool) {
+func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery, acks *acker) (int, bool) {
 	var started time.Time
 	var lastErr error
 	backoff := 10 * time.Millisecond
@@ -103,8 +108,9 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			// Ack after the commit: the checkpoint, not the consumer, is
 			// what this node resumes from, so a lost ack costs nothing.
 			// The policy is ack-all, so acking the newest acknowledges the
-			// whole batch, all of it at or below the checkpoint now.
-			_ = newest.Ack()
+			// whole batch, all of it at or below the checkpoint now
+			// (spaced: see acker).
+			acks.note(newest.Ack)
 			if attempt > 0 {
 				r.faultMu.Lock()
 				r.faulted, r.lastErr = false, nil

@@ -78,6 +78,9 @@ type Config struct {
 	WriteRounds int
 	// BeforeCommit runs inside every batch transaction before the commit.
 	BeforeCommit func(tx *sql.Tx, lastSeq uint64) error
+	// AckEvery spaces the applier's acknowledgements to the broker: at
+	// most one per AckEvery (0: one per applied batch). See acker.
+	AckEvery time.Duration
 	// Gates are the framework's gates, asked in order before the domain's.
 	Gates []Gate
 	// GateReserve holds ordinary appends a sixteenth short of the log's
