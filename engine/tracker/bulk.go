@@ -74,7 +74,7 @@ type rowBuffer struct {
 }
 
 func newRowBuffer(table string, cols []string, tail string) *rowBuffer {
-	return &rowBuffer{head: "INSERT INTO " + table + "(" + strings.Join(cols, ",") + ") VALUES ", tail: tail, cols: len(cols)}
+	return &rowBuffer{head: "INSERT OR FAIL INTO " + table + "(" + strings.Join(cols, ",") + ") VALUES ", tail: tail, cols: len(cols)}
 }
 
 func (b *rowBuffer) add(vals ...any) { b.args = append(b.args, vals...) }
