@@ -167,6 +167,8 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
+	r.bound = sqlite.NewBound(tx)
+	defer func() { r.bound = nil }()
 	// What an earlier try of this batch noted never committed.
 	r.observers.reset()
 	r.landed.reset()
@@ -232,7 +234,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 // rows it covers are what the hook sees.
 func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint) error {
 	// Once a batch: prepared once per connection, not parsed every time.
-	if _, err := (sqlite.Cached{Tx: tx, S: r.stmts}).ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
+	if _, err := (sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}).ExecContext(ctx, `UPDATE statelog_checkpoint SET seq = ?, applied_through = ?, checkpoint_stored_at = ? WHERE domain = ?`,
 		cp.Seq, cp.AppliedThrough, cp.CheckpointStoredAt.UnixNano(), string(r.domain)); err != nil {
 		return err
 	}
@@ -336,7 +338,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		return false, nil, nil
 	}
 	// The statements below run for every record: prepared once.
-	q := sqlite.Cached{Tx: tx, S: r.stmts}
+	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	// The anchor moves whatever the record then does: it is what the
 	// broker arbitrates the next write on this subject against.
 	if _, err := q.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
@@ -370,7 +372,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		if err := apply(r, ctx, tx, rec, d.Seq); err != nil {
 			return false, nil, err
 		}
-	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts}); err != nil {
+	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound}); err != nil {
 		return false, nil, err
 	}
 	if err := r.audit(ctx, tx, rec, d.Seq, d.Time); err != nil {

@@ -128,25 +128,27 @@ type Applying struct {
 	// rows counts the rows the batch's transaction has written, so the
 	// applier can close it at MaxTxRows.
 	rows *int
-	// stmts prepares a domain's statements once per connection.
+	// stmts prepares a domain's statements once per connection; bound
+	// keeps them bound to the batch's transaction.
 	stmts *sqlite.Statements
+	bound *sqlite.Bound
 }
 
 // Exec runs a statement of the apply inside tx, prepared once per
 // connection (an apply's statements are the same texts record after
 // record; parsing them each time was most of an apply's CPU).
 func (a Applying) Exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	return sqlite.Cached{Tx: tx, S: a.stmts}.ExecContext(ctx, query, args...)
+	return sqlite.Cached{Tx: tx, S: a.stmts, B: a.bound}.ExecContext(ctx, query, args...)
 }
 
 // QueryRow is Exec's counterpart for a one-row query.
 func (a Applying) QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	return sqlite.Cached{Tx: tx, S: a.stmts}.QueryRowContext(ctx, query, args...)
+	return sqlite.Cached{Tx: tx, S: a.stmts, B: a.bound}.QueryRowContext(ctx, query, args...)
 }
 
 // Query is Exec's counterpart for a query of many rows.
 func (a Applying) Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
-	return sqlite.Cached{Tx: tx, S: a.stmts}.QueryContext(ctx, query, args...)
+	return sqlite.Cached{Tx: tx, S: a.stmts, B: a.bound}.QueryContext(ctx, query, args...)
 }
 
 // Prepare returns query prepared for repeated use inside tx (closed with

@@ -165,7 +165,10 @@ type Replica struct {
 	stopped  error
 	barriers barrierGroup
 
-	stmts  *sqlite.Statements
+	stmts *sqlite.Statements
+	// bound is the statements bound to the transaction of the batch
+	// being applied; only the applier's goroutine touches it.
+	bound  *sqlite.Bound
 	gates  []Gate
 	sub    Subscription
 	cancel context.CancelFunc

@@ -158,7 +158,7 @@ func (a *apply) preload(ids []string) error {
 				rows.Close()
 				return err
 			}
-			it.base = it.shape()
+			it.markRead()
 			if _, ok := a.items[it.ID]; !ok {
 				a.items[it.ID] = it
 				a.order = append(a.order, it.ID)

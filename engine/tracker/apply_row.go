@@ -27,6 +27,7 @@ type itemRow struct {
 	read                                 bool      // read from its row, which base then holds
 	partial                              bool      // read in part (a bulk record's preload): written light only
 	base                                 itemShape // the row as read (apply_write.go)
+	baseCounts                           counts    // its counts as read
 	n                                    int       // history rows this record wrote on the item
 	tags, watchers                       map[string]bool
 	edges                                map[edgeRef]bool // authored or not
@@ -44,7 +45,9 @@ func scanItemRow(sc interface{ Scan(...any) error }) (*itemRow, error) {
 	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Parent,
 		&it.Reopens, &it.Handoffs, &it.Trashed, &it.TrashRoot, &it.Mark, &it.MergedInto, &it.Doc, &it.Version, &it.Scoped, &it.Created, &it.Updated,
 		&it.Priority, &it.Due, &it.Estimate, &it.Type)
-	it.read, it.base = err == nil, it.shape()
+	if err == nil {
+		it.markRead()
+	}
 	return it, err
 }
 

@@ -27,6 +27,17 @@ type itemShape struct {
 	TrashRoot, Mark, MergedInto          string
 }
 
+// counts are the computed columns and version of an item row.
+type counts struct {
+	Reopens, Handoffs int64
+	Version           uint64
+}
+
+func (it *itemRow) counts() counts { return counts{it.Reopens, it.Handoffs, it.Version} }
+
+// markRead notes the row as read: what base and baseCounts hold.
+func (it *itemRow) markRead() { it.read, it.base, it.baseCounts = true, it.shape(), it.counts() }
+
 func (it *itemRow) shape() itemShape {
 	return itemShape{it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent,
 		it.Trashed, it.TrashRoot, it.Mark, it.MergedInto}
@@ -58,11 +69,27 @@ func (it *itemRow) lightMask() (int, bool) {
 }
 
 // lightWrites buffers the light row writes of one record, one multi-row
-// UPDATE per mask.
-type lightWrites [4]*rowBuffer
+// UPDATE per mask, and the touches.
+type lightWrites struct {
+	by [4]*rowBuffer
+	// touch lists the items of which only scoped_through and updated_at
+	// moved, both to the record's own values: what a bulk record does to
+	// most of its items. They are written by one UPDATE over an id list,
+	// two values bound once, rather than joined row by row against a
+	// table of six values each.
+	touch   []any
+	seq     uint64
+	ts      int64
+	touched bool
+}
 
-func (l *lightWrites) add(it *itemRow, mask int) {
-	if l[mask] == nil {
+func (l *lightWrites) add(it *itemRow, mask int, seq uint64, ts int64) {
+	if mask == 0 && it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
+		l.touch = append(l.touch, it.ID)
+		l.seq, l.ts, l.touched = seq, ts, true
+		return
+	}
+	if l.by[mask] == nil {
 		cols := []string{"id", "reopens", "handoffs", "version", "scoped_through", "updated_at"}
 		if mask&lightStatus != 0 {
 			cols = append(cols, "status")
@@ -74,8 +101,8 @@ func (l *lightWrites) add(it *itemRow, mask int) {
 		for _, c := range cols[1:] {
 			sets = append(sets, c+" = v."+c)
 		}
-		l[mask] = &rowBuffer{head: "WITH v(" + strings.Join(cols, ",") + ") AS (VALUES ",
-			tail: ") UPDATE tracker_items SET " + strings.Join(sets, ", ") + " FROM v WHERE tracker_items.id = v.id", cols: len(cols)}
+		l.by[mask] = &rowBuffer{head: "WITH v(" + strings.Join(cols, ",") + ") AS (VALUES ",
+			tail: ") UPDATE OR FAIL tracker_items SET " + strings.Join(sets, ", ") + " FROM v WHERE tracker_items.id = v.id", cols: len(cols)}
 	}
 	vals := []any{it.ID, it.Reopens, it.Handoffs, it.Version, it.Scoped, it.Updated}
 	if mask&lightStatus != 0 {
@@ -84,12 +111,12 @@ func (l *lightWrites) add(it *itemRow, mask int) {
 	if mask&lightAssignee != 0 {
 		vals = append(vals, it.Assignee)
 	}
-	l[mask].add(vals...)
+	l.by[mask].add(vals...)
 }
 
 // flush writes the buffered light rows.
 func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) error {
-	for _, b := range l {
+	for _, b := range l.by {
 		if b == nil {
 			continue
 		}
@@ -97,6 +124,21 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 			return err
 		}
 	}
+	if !l.touched {
+		return nil
+	}
+	// In the chunks rowBuffer.flush describes, so the texts are few and
+	// prepared once.
+	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-2)
+	for start := 0; start < len(l.touch); {
+		n := chunkRows(len(l.touch)-start, per)
+		args := append([]any{l.seq, l.ts}, l.touch[start:start+n]...)
+		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+placeholders(n)+`)`, args...); err != nil {
+			return err
+		}
+		start += n
+	}
+	l.touch = l.touch[:0]
 	return nil
 }
 
@@ -128,7 +170,7 @@ func (a *apply) writeItem(w *itemWriter, it *itemRow) error {
 		return err
 	}
 	if mask, ok := it.lightMask(); ok {
-		w.light.add(it, mask)
+		w.light.add(it, mask, a.seq, a.ts)
 		return nil
 	}
 	if it.partial {

@@ -73,8 +73,13 @@ type rowBuffer struct {
 	args []any
 }
 
+// OR FAIL: a statement of many rows under the default ABORT keeps a
+// statement journal (every page it changes copied first, to undo the
+// statement alone), and under FAIL it keeps none. Nothing needs the
+// statement undone alone: a failed statement fails the record's apply,
+// and the applier rolls its whole transaction back.
 func newRowBuffer(table string, cols []string, tail string) *rowBuffer {
-	return &rowBuffer{head: "INSERT INTO " + table + "(" + strings.Join(cols, ",") + ") VALUES ", tail: tail, cols: len(cols)}
+	return &rowBuffer{head: "INSERT OR FAIL INTO " + table + "(" + strings.Join(cols, ",") + ") VALUES ", tail: tail, cols: len(cols)}
 }
 
 func (b *rowBuffer) add(vals ...any) { b.args = append(b.args, vals...) }
