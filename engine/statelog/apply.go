@@ -26,14 +26,18 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 	c := r.sub.C()
 	progress := newReplay(cp.Seq, r.logEnd.Load(), r.cfg.ProgressEvery, time.Now())
 	batch := make([]Delivery, 0, maxBatch)
+	var held heldBarriers
 	for {
 		batch = batch[:0]
-		last := false
+		last, due := false, false
 		select {
 		case d := <-c:
 			batch = append(batch, d)
 		case <-r.sub.Done():
 			last = true
+		case <-held.due():
+			// No other batch came to carry the held barriers' checkpoint.
+			due = true
 		case <-ctx.Done():
 			return
 		}
@@ -46,6 +50,10 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 				break fill
 			}
 		}
+		if !last && !due && r.pass(cp, &held, batch) {
+			continue
+		}
+		batch = held.withHeld(batch)
 		// A batch is committed as one transaction or, where its records
 		// write more than MaxTxRows rows, as several, each ending at the
 		// record that reached the budget (a record is never split).
