@@ -35,39 +35,12 @@ func TestBarriersPassedWithoutATransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := n.Replica(engine.DomainTracker)
-	readPast := func() {
-		t.Helper()
-		info, err := n.Log(engine.DomainTracker).Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := svc.GetWorkItem(ctx, lin(), "ENG-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.SeenThrough.Seq <= info.LastSeq {
-			t.Fatalf("a linearizable read begun at log end %d answered seen_through %d", info.LastSeq, got.SeenThrough.Seq)
-		}
-		checkAckFloor(t, n)
-	}
+	readPast := func() { t.Helper(); readPastEnd(t, n) }
 	// One reader at a time, then many at once (batches of barriers).
 	for i := 0; i < 20; i++ {
 		readPast()
 	}
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 10; i++ {
-				if _, err := svc.GetWorkItem(ctx, lin(), "ENG-1"); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	readConcurrently(t, svc, 16, 10)
 	checkAckFloor(t, n)
 
 	// A write carries the held barriers' checkpoint in its transaction.
@@ -137,4 +110,42 @@ func checkAckFloor(t *testing.T, n *node.Node) {
 	if info.AckFloor.Stream > cp.Seq {
 		t.Fatalf("the reader acknowledged through %d, past the committed checkpoint %d", info.AckFloor.Stream, cp.Seq)
 	}
+}
+
+// readPastEnd reads ENG-1 at linearizable and fails unless the answer is
+// from past the log's end as it stood when the read began.
+func readPastEnd(t *testing.T, n *node.Node) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.Tracker().GetWorkItem(ctx, lin(), "ENG-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SeenThrough.Seq <= info.LastSeq {
+		t.Fatalf("a linearizable read begun at log end %d answered seen_through %d", info.LastSeq, got.SeenThrough.Seq)
+	}
+	checkAckFloor(t, n)
+}
+
+// readConcurrently reads ENG-1 at linearizable on conc goroutines, per
+// times each: batches of barriers for the applier.
+func readConcurrently(t *testing.T, svc *tracker.Service, conc, per int) {
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				if _, err := svc.GetWorkItem(context.Background(), lin(), "ENG-1"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
