@@ -83,10 +83,9 @@ func (r *Replica) pass(cp Checkpoint, h *heldBarriers, batch []Delivery) bool {
 		}
 	}
 	h.ds = append(h.ds, batch...)
+	// The log's fill counts them when their checkpoint commits, as it
+	// counts every record.
 	newest := batch[len(batch)-1]
-	for _, d := range batch {
-		r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
-	}
 	r.noteLogEnd(newest.Seq + newest.Pending)
 	// A retained record holds applied_through back; otherwise it moves
 	// with the barriers, as a committed batch would move it.
