@@ -113,6 +113,46 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkLinearizableReadsCoalescing: reads/s at concurrency 64 with
+// coalescing on and off on one node, in alternating rounds (b.N reads
+// per mode in all, eight rounds of each), so a machine whose load drifts
+// during the run weighs on both figures alike; reports both rates, their
+// ratio (the goal is ≥ 10×) and the reads that shared each barrier.
+//
+//	go test -run '^$' -bench LinearizableReadsCoalescing -benchtime 8000x ./engine/node/
+func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
+	const conc, rounds = 64, 8
+	svc := benchNode(b)
+	rep := svc.Replica().(*statelog.Replica)
+	ctx := context.Background()
+	per := max(1, b.N/(conc*rounds))
+	var took [2]time.Duration
+	var barriers uint64
+	b.ResetTimer()
+	for r := 0; r < 2*rounds; r++ {
+		on := r%2 == 0
+		rep.SetCoalescing(on)
+		before := rep.BarrierAppends()
+		el := parallel(conc, per, func(int, int) {
+			if _, err := svc.GetWorkItem(ctx, lin(), "ENG-1"); err != nil {
+				b.Error(err)
+			}
+		})
+		if on {
+			took[0] += el
+			barriers += rep.BarrierAppends() - before
+		} else {
+			took[1] += el
+		}
+	}
+	b.StopTimer()
+	reads := float64(per * conc * rounds)
+	b.ReportMetric(reads/took[0].Seconds(), "coalesced-reads/s")
+	b.ReportMetric(reads/took[1].Seconds(), "uncoalesced-reads/s")
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "ratio")
+	b.ReportMetric(reads/float64(barriers), "reads/barrier")
+}
+
 // BenchmarkAppliedWrite: update_work_item until applied, one writer.
 func BenchmarkAppliedWrite(b *testing.B) {
 	svc := benchNode(b)

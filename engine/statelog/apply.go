@@ -28,9 +28,10 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 	batch := make([]Delivery, 0, maxBatch)
 	acks := &acker{every: r.cfg.AckEvery}
 	defer acks.flush()
+	var held heldBarriers
 	for {
 		batch = batch[:0]
-		last := false
+		last, due := false, false
 		select {
 		case d := <-c:
 			batch = append(batch, d)
@@ -39,6 +40,9 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 			continue
 		case <-r.sub.Done():
 			last = true
+		case <-held.due():
+			// No other batch came to carry the held barriers' checkpoint.
+			due = true
 		case <-ctx.Done():
 			return
 		}
@@ -51,6 +55,10 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 				break fill
 			}
 		}
+		if !last && !due && r.pass(cp, &held, batch) {
+			continue
+		}
+		batch = held.withHeld(batch)
 		// A batch is committed as one transaction or, where its records
 		// write more than MaxTxRows rows, as several, each ending at the
 		// record that reached the budget (a record is never split).

@@ -50,17 +50,25 @@ func (r *Replica) read(ctx context.Context, opts engine.ReadOptions, fn ObjectRe
 
 // readAdmitted runs fn in one read transaction once admission has served.
 func (r *Replica) readAdmitted(ctx context.Context, adm Admission, fn ObjectReadFunc, object bool) (engine.ReadInfo, error) {
+	// Where the applier stood before the snapshot opened: past the
+	// committed checkpoint only by barriers passed without a transaction
+	// (passed.go), which change no row.
+	passed := r.Applied()
 	tx, err := sqlite.BeginRead(ctx, r.cfg.DB)
 	if err != nil {
 		return engine.ReadInfo{}, err
 	}
 	defer tx.Rollback()
 	// The checkpoint is read first, inside the same snapshot as the rows:
-	// that is what makes seen_through the position the rows stand at.
+	// that is what makes seen_through the position the rows stand at. A
+	// snapshot whose checkpoint is below passed stands at passed too:
+	// everything between is a held barrier (a commit after passed was
+	// read writes a checkpoint at or past it).
 	var seen uint64
 	if err := r.QueryRow(ctx, tx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
 		return engine.ReadInfo{}, err
 	}
+	seen = max(seen, passed)
 	scope, fnErr := fn(ctx, tx)
 	info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
 	if r.retained.Load() > 0 {

@@ -46,8 +46,13 @@ func (r *Replica) ReadObjectRow(ctx context.Context, opts engine.ReadOptions, on
 		// watching costs two goroutines per statement (database/sql's and
 		// the driver's, each started for a context that can be cancelled),
 		// more than the statement itself on a request's context.
+		// Where the applier stood before the statement: past its
+		// checkpoint only by barriers passed without a transaction, which
+		// change no row (see readAdmitted).
+		passed := r.Applied()
 		var seen uint64
 		err := one.Scan(r.stmts.QueryRowContext(context.WithoutCancel(ctx), one.Query, one.Args...), &seen)
+		seen = max(seen, passed)
 		if err == nil && r.retained.Load() == 0 {
 			info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
 			r.lagInto(&info, seen)
