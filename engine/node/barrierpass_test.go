@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -134,18 +133,9 @@ func readPastEnd(t *testing.T, n *node.Node) {
 // readConcurrently reads ENG-1 at linearizable on conc goroutines, per
 // times each: batches of barriers for the applier.
 func readConcurrently(t *testing.T, svc *tracker.Service, conc, per int) {
-	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				if _, err := svc.GetWorkItem(context.Background(), lin(), "ENG-1"); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(conc, per, func(_, _ int) {
+		if _, err := svc.GetWorkItem(context.Background(), lin(), "ENG-1"); err != nil {
+			t.Error(err)
+		}
+	})
 }
