@@ -29,13 +29,10 @@ func init() {
 
 // ListComments is list_comments {key, cursor, limit}.
 func ListComments(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := []param{keyParam,
-		cursorParam, trackerLimitParam}
-	tool := newTool(NameListComments, "An item's comments, newest first, with ids for comment_on_work_item's edits.",
-		params, readAnnotations("List comments"), outputSchema[tracker.CommentPage]())
-	return tool, d.readHandler(NameListComments, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
-		func(ctx context.Context, a args) (any, error) {
+	return itemPageTool(d, NameListComments, "An item's comments, newest first, with ids for comment_on_work_item's edits.",
+		"List comments", outputSchema[tracker.CommentPage](),
+		func(ctx context.Context, r engine.ReadOptions, key, cursor string, limit int) (any, error) {
 			l, _ := service[CommentLister](d)
-			return l.ListComments(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"), a.str("cursor"), int(a.uint("limit")))
+			return l.ListComments(ctx, r, key, cursor, limit)
 		})
 }

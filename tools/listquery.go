@@ -34,6 +34,21 @@ var cursorParam = param{name: "cursor", kind: kindString, maxBytes: 1024, desc: 
 // trackerLimitParam is the page size of every paged tracker read.
 var trackerLimitParam = param{name: "limit", kind: kindInteger, min: 1, max: tracker.MaxListLimit, desc: fmt.Sprintf("Default %d.", tracker.DefaultListLimit)}
 
+// itemPageParams are the arguments of a paged read of one item's thread
+// (list_comments, list_work_item_history).
+var itemPageParams = []param{keyParam, cursorParam, trackerLimitParam}
+
+// itemPageTool builds a paged read of one item's thread by its key: the
+// key checked, then list asked for the page after cursor.
+func itemPageTool(d Deps, name, desc, title string, output mcp.ToolOption,
+	list func(ctx context.Context, r engine.ReadOptions, key, cursor string, limit int) (any, error)) (mcp.Tool, server.ToolHandlerFunc) {
+	tool := newTool(name, desc, itemPageParams, readAnnotations(title), output)
+	return tool, d.readHandler(name, itemPageParams, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
+		func(ctx context.Context, a args) (any, error) {
+			return list(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"), a.str("cursor"), int(a.uint("limit")))
+		})
+}
+
 // me is the assignee a seat names itself by.
 const me = "me"
 

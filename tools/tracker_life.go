@@ -73,14 +73,11 @@ func (d Deps) comment(ctx context.Context, l TrackerLife, w engine.WriteOptions,
 
 // ListWorkItemHistory is list_work_item_history {key, cursor, limit}.
 func ListWorkItemHistory(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
-	params := []param{keyParam,
-		cursorParam, trackerLimitParam}
-	tool := newTool(NameListWorkItemHistory, "An item's changes, newest first: who, field, old, new, position.",
-		params, readAnnotations("Work item history"), outputSchema[tracker.HistoryPage]())
-	return tool, d.readHandler(NameListWorkItemHistory, params, func(a args) *engine.Refusal { return checkItemKey("key", a.str("key")) },
-		func(ctx context.Context, a args) (any, error) {
+	return itemPageTool(d, NameListWorkItemHistory, "An item's changes, newest first: who, field, old, new, position.",
+		"Work item history", outputSchema[tracker.HistoryPage](),
+		func(ctx context.Context, r engine.ReadOptions, key, cursor string, limit int) (any, error) {
 			l, _ := d.life()
-			return l.ListItemHistory(ctx, d.readOptions(ctx, engine.StreamTracker), a.str("key"), a.str("cursor"), int(a.uint("limit")))
+			return l.ListItemHistory(ctx, r, key, cursor, limit)
 		})
 }
 

@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -266,8 +265,8 @@ func asyncOne(js jetstream.JetStream, env appendEnv, subject, id string, last ui
 // Nothing was stored; the benchmarks send it again and count it.
 func inProcess(err error) bool {
 	var ae *jetstream.APIError
-	var br *batchRefused
-	return errors.As(err, &ae) && ae.ErrorCode == 10164 || errors.As(err, &br) && br.code == 10164
+	var br *broker.BatchRefusedError
+	return errors.As(err, &ae) && ae.ErrorCode == 10164 || errors.As(err, &br) && br.Code == 10164
 }
 
 // atomicRunner keeps `batches` atomic batches in flight, each of c/batches
@@ -283,9 +282,9 @@ func atomicRunner(batches int) shapeRunner {
 				if n == 0 {
 					return nil
 				}
-				recs := make([]batchRecord, n)
+				recs := make([]broker.BatchRecord, n)
 				for k := range recs {
-					recs[k] = batchRecord{subject: fmt.Sprintf("bench.b%d.%d", w, k), msgID: fmt.Sprintf("b%d-%d-%d", w, round, k), expectLast: last[k]}
+					recs[k] = batchRecord(fmt.Sprintf("bench.b%d.%d", w, k), fmt.Sprintf("b%d-%d-%d", w, round, k), last[k])
 				}
 				seqs, err := publishAtomic(env.nc, recs)
 				for inProcess(err) {
@@ -301,71 +300,12 @@ func atomicRunner(batches int) shapeRunner {
 	}
 }
 
-// batchRecord is one record of an atomic batch.
-type batchRecord struct {
-	subject, msgID string
-	expectLast     uint64
+// batchRecord is a bench record on subject under id, expecting last.
+func batchRecord(subject, id string, last uint64) broker.BatchRecord {
+	return broker.BatchRecord{Subject: subject, Data: benchPayload, MsgID: id, ExpectLast: &last}
 }
 
-// batchAck is the broker's answer to a batch's commit.
-type batchAck struct {
-	Seq   uint64 `json:"seq"`
-	Batch string `json:"batch"`
-	Count uint64 `json:"count"`
-	Error *struct {
-		Code        int    `json:"code"`
-		ErrCode     int    `json:"err_code"`
-		Description string `json:"description"`
-	} `json:"error"`
-}
-
-// batchRefused is a batch the broker refused as a whole.
-type batchRefused struct {
-	code int
-	desc string
-}
-
-func (e *batchRefused) Error() string { return fmt.Sprintf("batch refused: %d %s", e.code, e.desc) }
-
-// publishAtomic sends recs as one atomic batch: every message but the last
-// without a reply (the broker stages it), the last with
-// Nats-Batch-Commit: 1 as a request whose answer is the batch's last
-// sequence and count. The records' sequences are consecutive, in order.
-func publishAtomic(nc *nats.Conn, recs []batchRecord) ([]uint64, error) {
-	id := nats.NewInbox() // a unique token, well under the 64-character limit
-	for i, r := range recs {
-		m := nats.NewMsg(r.subject)
-		m.Data = benchPayload
-		m.Header.Set("Nats-Batch-Id", id)
-		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		m.Header.Set(jetstream.MsgIDHeader, r.msgID)
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expectLast, 10))
-		if i < len(recs)-1 {
-			if err := nc.PublishMsg(m); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		m.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := nc.RequestMsg(m, 30*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		var ack batchAck
-		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return nil, fmt.Errorf("batch answer %q: %w", resp.Data, err)
-		}
-		if ack.Error != nil {
-			return nil, &batchRefused{code: ack.Error.ErrCode, desc: ack.Error.Description}
-		}
-		if ack.Count != uint64(len(recs)) {
-			return nil, fmt.Errorf("batch of %d answered with count %d", len(recs), ack.Count)
-		}
-		seqs := make([]uint64, len(recs))
-		for k := range seqs {
-			seqs[k] = ack.Seq - ack.Count + 1 + uint64(k)
-		}
-		return seqs, nil
-	}
-	return nil, nil
+// publishAtomic sends recs to the BENCH stream as one atomic batch.
+func publishAtomic(nc *nats.Conn, recs []broker.BatchRecord) ([]uint64, error) {
+	return broker.PublishBatch(nc, "BENCH", recs, 30*time.Second)
 }

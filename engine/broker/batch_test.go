@@ -41,24 +41,24 @@ func TestAtomicBatchArbitration(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	seqs, err := publishAtomic(eb.Conn, []batchRecord{{"bench.a", "op-1", 0}, {"bench.b", "op-2", 0}, {"bench.c", "op-3", 0}})
+	seqs, err := publishAtomic(eb.Conn, []broker.BatchRecord{batchRecord("bench.a", "op-1", 0), batchRecord("bench.b", "op-2", 0), batchRecord("bench.c", "op-3", 0)})
 	if err != nil || len(seqs) != 3 || seqs[0] != 1 || seqs[2] != 3 {
 		t.Fatalf("a clean batch of three: %v %v", seqs, err)
 	}
 
 	refusals := []struct {
 		name string
-		recs []batchRecord
+		recs []broker.BatchRecord
 		code int
 	}{
-		{"one stale expectation", []batchRecord{{"bench.a", "op-4", 1}, {"bench.b", "op-5", 1}, {"bench.c", "op-6", 3}}, 10071},
-		{"an op id already on the log", []batchRecord{{"bench.a", "op-7", 1}, {"bench.b", "op-2", 2}}, 10201},
-		{"a subject twice", []batchRecord{{"bench.a", "op-8", 1}, {"bench.a", "op-9", 1}}, 10164},
+		{"one stale expectation", []broker.BatchRecord{batchRecord("bench.a", "op-4", 1), batchRecord("bench.b", "op-5", 1), batchRecord("bench.c", "op-6", 3)}, 10071},
+		{"an op id already on the log", []broker.BatchRecord{batchRecord("bench.a", "op-7", 1), batchRecord("bench.b", "op-2", 2)}, 10201},
+		{"a subject twice", []broker.BatchRecord{batchRecord("bench.a", "op-8", 1), batchRecord("bench.a", "op-9", 1)}, 10164},
 	}
 	for _, r := range refusals {
 		_, err := publishAtomic(eb.Conn, r.recs)
-		var br *batchRefused
-		if !errors.As(err, &br) || br.code != r.code {
+		var br *broker.BatchRefusedError
+		if !errors.As(err, &br) || br.Code != r.code {
 			t.Fatalf("%s: want the whole batch refused %d, got %v", r.name, r.code, err)
 		}
 		info, err := s.Info(ctx)

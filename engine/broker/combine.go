@@ -59,15 +59,22 @@ type combiner struct {
 	running bool // a flusher is draining the queue
 }
 
+// BatchRecord is one record of an atomic batch: its subject, its data,
+// its op id (Nats-Msg-Id, none when empty) and the expected last sequence
+// of its subject (none when nil).
+type BatchRecord struct {
+	Subject    string
+	Data       []byte
+	MsgID      string
+	ExpectLast *uint64
+}
+
 // queuedAppend is one append waiting for a send.
 type queuedAppend struct {
-	subject    string
-	data       []byte
-	msgID      string
-	expectLast *uint64
-	deadline   time.Time
-	taken      bool // put in a send (guarded by the combiner's mu)
-	done       chan combined
+	BatchRecord
+	deadline time.Time
+	taken    bool // put in a send (guarded by the combiner's mu)
+	done     chan combined
 }
 
 // combined is a queued append's answer. alone says the caller sends the
@@ -89,7 +96,7 @@ func (c *combiner) leave()      { c.active.Add(-1) }
 
 // append queues one record for the next send and waits for its answer.
 func (c *combiner) append(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) combined {
-	q := &queuedAppend{subject: subject, data: data, msgID: msgID, expectLast: expectLast, done: make(chan combined, 1)}
+	q := &queuedAppend{BatchRecord: BatchRecord{Subject: subject, Data: data, MsgID: msgID, ExpectLast: expectLast}, done: make(chan combined, 1)}
 	q.deadline, _ = ctx.Deadline()
 	c.mu.Lock()
 	c.queue = append(c.queue, q)
@@ -163,11 +170,11 @@ func (c *combiner) take() []*queuedAppend {
 	var batch, rest []*queuedAppend
 	seen := map[string]bool{}
 	for _, q := range c.queue {
-		if len(batch) == maxBatch || seen[q.subject] {
+		if len(batch) == maxBatch || seen[q.Subject] {
 			rest = append(rest, q)
 			continue
 		}
-		seen[q.subject] = true
+		seen[q.Subject] = true
 		q.taken = true
 		batch = append(batch, q)
 	}
@@ -177,7 +184,11 @@ func (c *combiner) take() []*queuedAppend {
 
 // send publishes batch as one atomic batch and answers every member.
 func (c *combiner) send(batch []*queuedAppend) {
-	seqs, err := c.publishBatch(batch)
+	recs := make([]BatchRecord, len(batch))
+	for i, q := range batch {
+		recs[i] = q.BatchRecord
+	}
+	seqs, err := PublishBatch(c.nc, c.stream, recs, wait(batch))
 	var refused *BatchRefusedError
 	if errors.As(err, &refused) {
 		c.refused.Add(1)
@@ -235,28 +246,29 @@ type batchAck struct {
 	} `json:"error"`
 }
 
-// publishBatch sends batch as one atomic batch: every message but the last
-// without a reply (the broker stages it), the last with Nats-Batch-Commit
-// as a request whose answer is the batch's last sequence and its count.
-// The records land at consecutive sequences in batch order. An error is a
-// *BatchRefusedError (nothing stored) or, when the answer was lost, the
-// framework's ErrNoAnswer (the batch may have landed whole or not at all).
-func (c *combiner) publishBatch(batch []*queuedAppend) ([]uint64, error) {
+// PublishBatch sends recs to stream as one atomic batch: every message
+// but the last without a reply (the broker stages it), the last with
+// Nats-Batch-Commit as a request, answered within wait with the batch's
+// last sequence and its count. The records land at consecutive sequences
+// in order; the sequences are returned. An error is a *BatchRefusedError
+// (nothing stored) or, when the answer was lost, the framework's
+// ErrNoAnswer (the batch may have landed whole or not at all).
+func PublishBatch(nc *nats.Conn, stream string, recs []BatchRecord, wait time.Duration) ([]uint64, error) {
 	id := nats.NewInbox() // unique, under the 64-character limit
-	for i, q := range batch {
-		m := nats.NewMsg(q.subject)
-		m.Data = q.data
+	for i, r := range recs {
+		m := nats.NewMsg(r.Subject)
+		m.Data = r.Data
 		m.Header.Set("Nats-Batch-Id", id)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		if q.msgID != "" {
-			m.Header.Set(jetstream.MsgIDHeader, q.msgID)
+		if r.MsgID != "" {
+			m.Header.Set(jetstream.MsgIDHeader, r.MsgID)
 		}
-		if q.expectLast != nil {
-			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(*q.expectLast, 10))
+		if r.ExpectLast != nil {
+			m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(*r.ExpectLast, 10))
 		}
-		m.Header.Set(jetstream.ExpectedStreamHeader, c.stream)
-		if i < len(batch)-1 {
-			if err := c.nc.PublishMsg(m); err != nil {
+		m.Header.Set(jetstream.ExpectedStreamHeader, stream)
+		if i < len(recs)-1 {
+			if err := nc.PublishMsg(m); err != nil {
 				// The batch never commits: the broker abandons what it
 				// staged. Said as a lost answer, which the write path
 				// settles from the log.
@@ -265,25 +277,30 @@ func (c *combiner) publishBatch(batch []*queuedAppend) ([]uint64, error) {
 			continue
 		}
 		m.Header.Set("Nats-Batch-Commit", "1")
-		resp, err := c.nc.RequestMsg(m, wait(batch))
+		resp, err := nc.RequestMsg(m, wait)
 		if err != nil {
 			return nil, classify(err)
 		}
-		var ack batchAck
-		if err := json.Unmarshal(resp.Data, &ack); err != nil {
-			return nil, fmt.Errorf("%w: batch answer %q: %v", statelog.ErrNoAnswer, resp.Data, err)
-		}
-		if ack.Error != nil {
-			return nil, &BatchRefusedError{Code: ack.Error.ErrCode, Description: ack.Error.Description}
-		}
-		if ack.Count != uint64(len(batch)) || ack.Seq < ack.Count {
-			return nil, fmt.Errorf("%w: a batch of %d answered with count %d at %d", statelog.ErrNoAnswer, len(batch), ack.Count, ack.Seq)
-		}
-		seqs := make([]uint64, len(batch))
-		for k := range seqs {
-			seqs[k] = ack.Seq - ack.Count + 1 + uint64(k)
-		}
-		return seqs, nil
+		return batchSequences(resp.Data, len(recs))
 	}
 	return nil, nil
+}
+
+// batchSequences reads a batch commit's answer: each record's sequence.
+func batchSequences(answer []byte, n int) ([]uint64, error) {
+	var ack batchAck
+	if err := json.Unmarshal(answer, &ack); err != nil {
+		return nil, fmt.Errorf("%w: batch answer %q: %v", statelog.ErrNoAnswer, answer, err)
+	}
+	if ack.Error != nil {
+		return nil, &BatchRefusedError{Code: ack.Error.ErrCode, Description: ack.Error.Description}
+	}
+	if ack.Count != uint64(n) || ack.Seq < ack.Count {
+		return nil, fmt.Errorf("%w: a batch of %d answered with count %d at %d", statelog.ErrNoAnswer, n, ack.Count, ack.Seq)
+	}
+	seqs := make([]uint64, n)
+	for k := range seqs {
+		seqs[k] = ack.Seq - ack.Count + 1 + uint64(k)
+	}
+	return seqs, nil
 }

@@ -4,9 +4,10 @@
 // sized, never rewritten at boot — only crewlet retention set-capacity
 // changes a ceiling — checked for the default persist mode), what the
 // broker can grant them and the volume's room, and the statelog.Log each
-// domain publishes to and reads from through a durable consumer named
-// after the node, whose lead the node keeps on its own broker server
-// (lead.go).
+// domain publishes to (concurrent appends on a one-replica stream combined
+// into atomic batches, combine.go) and reads from through a durable
+// consumer named after the node, whose lead the node keeps on its own
+// broker server (lead.go).
 package broker
 
 import (

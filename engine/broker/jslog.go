@@ -101,14 +101,6 @@ func (l *Log) Stream() string { return l.name }
 
 // Publish appends with the op id and the expected last subject sequence.
 func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) (statelog.PubAck, error) {
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
-	}
-	if expectLast != nil {
-		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expectLast))
-	}
-	opts = append(opts, jetstream.WithExpectStream(l.name))
 	if err := l.volumeRoom(len(data)); err != nil {
 		return statelog.PubAck{}, err
 	}
@@ -121,6 +113,14 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 			}
 		}
 	}
+	opts := make([]jetstream.PublishOpt, 0, 3)
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	if expectLast != nil {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expectLast))
+	}
+	opts = append(opts, jetstream.WithExpectStream(l.name))
 	ack, err := l.js.Publish(ctx, subject, data, opts...)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		// Every attempt was answered no-responders: the broker delivered

@@ -1,7 +1,9 @@
 // Package statelog is the replication framework: one Replica per domain
 // applies that domain's ordered log into the replicated database (a batch
 // is one transaction of rows, ledger rows, arbitration anchors and the
-// checkpoint), runs the write path (decide against local rows, a refusal
+// checkpoint; a batch of nothing but barriers rides the next one,
+// passed.go; acknowledgements to the broker are spaced, acks.go), runs the
+// write path (decide against local rows, a refusal
 // from them settled at the log's end, publish with the op id and the
 // subject's anchor, wait for this node's own apply) and the read path
 // (barrier reads for linearizable, waits for session). A gesture of

@@ -477,9 +477,9 @@ func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (Stored
 }
 
 // noteOwn records seq as this node's own last write on the log: a write
-// answered (applied, pending, or refused after it landed) at seq.
+// answered (applied, pending, or refused after it landed) at seq. The log
+// end was noted already, where the append's landing was learnt.
 func (r *Replica) noteOwn(seq uint64) {
-	r.noteLogEnd(seq)
 	for {
 		cur := r.ownLast.Load()
 		if seq <= cur || r.ownLast.CompareAndSwap(cur, seq) {
