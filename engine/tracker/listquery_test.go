@@ -236,3 +236,22 @@ func TestSearchPastTrashedCandidates(t *testing.T) {
 		t.Fatalf("search answered %v; want the %d live items", seen, live)
 	}
 }
+
+// TestEmptySearchAnswersAnEmptyList: a search nothing matches answers
+// "hits": [], with or without a project, never null (a client maps the
+// list; the dashboard's search page broke on null).
+func TestEmptySearchAnswersAnEmptyList(t *testing.T) {
+	r := newRig(t, time.Now())
+	r.project("ENG")
+	r.item("ENG", "heron", "")
+	for _, q := range []tracker.SearchQuery{{Query: "albatross"}, {Query: "albatross", Project: "ENG"}} {
+		res, err := r.svc.SearchWorkItemsPage(context.Background(), engine.ReadOptions{}, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil || !strings.Contains(string(b), `"hits":[]`) {
+			t.Fatalf("an empty search answered %s (%v), want \"hits\":[]", b, err)
+		}
+	}
+}

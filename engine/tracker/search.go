@@ -206,7 +206,8 @@ func searchRows(ctx context.Context, q querier, tx *sql.Tx, query string, args [
 		return nil, nil, 0, err
 	}
 	defer rows.Close()
-	var hits []SearchHit
+	// Never nil: an empty page answers "hits": [] (the dashboard maps it).
+	hits := []SearchHit{}
 	var docs []int64
 	candidates := 0
 	for rows.Next() {
