@@ -117,13 +117,19 @@ func (r *adoptRig) converged(t *testing.T) {
 }
 
 // adopted checks n3 adopted (statelog_adopted) a snapshot the donor says
-// it sent to it, with the same sha256, and returns the donor.
+// it sent to it, with the same sha256, and returns the donor. n3 boots
+// with a one-second adoption wait: where the donation takes longer (a
+// refused artefact first, a loaded machine) it opens held and adopts in
+// the background, so the line is waited for, as converged waits.
 func (r *adoptRig) adopted(t *testing.T, since int) string {
 	t.Helper()
-	lines := r.recs[2].Lines(snapshot.EvAdopted)
-	if len(lines) <= since {
-		t.Fatalf("n3 logged %d statelog_adopted lines, want more than %d", len(lines), since)
-	}
+	var lines []enginetest.Line
+	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		if lines = r.recs[2].Lines(snapshot.EvAdopted); len(lines) <= since {
+			return fmt.Errorf("n3 logged %d statelog_adopted lines, want more than %d", len(lines), since)
+		}
+		return nil
+	})
 	a := lines[len(lines)-1].Attrs
 	donor, _ := a["donor"].(string)
 	var idx int
@@ -287,23 +293,31 @@ func removeDB(t testing.TB, dir string) {
 // the donor's rules version (0) to this build's, before applying anything.
 func rederived(t *testing.T, rec *enginetest.Recorder) {
 	t.Helper()
-	for _, l := range rec.Lines(engine.EvRederived) {
-		if l.Attrs[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(l.Attrs["from"]) == "0" && fmt.Sprint(l.Attrs["to"]) == fmt.Sprint(tracker.RulesVersion) {
-			return
+	logged(t, rec, engine.EvRederived, "of the tracker from 0", func(a map[string]any) bool {
+		return a[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(a["from"]) == "0" && fmt.Sprint(a["to"]) == fmt.Sprint(tracker.RulesVersion)
+	})
+}
+
+// logged waits, as adopted does, for a line msg whose attributes match:
+// an adoption in the background resumes the replicas after it is logged.
+func logged(t *testing.T, rec *enginetest.Recorder, msg, what string, match func(map[string]any) bool) {
+	t.Helper()
+	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
+		for _, l := range rec.Lines(msg) {
+			if match(l.Attrs) {
+				return nil
+			}
 		}
-	}
-	t.Fatalf("no statelog_rederived of the tracker from 0: %v", rec.Lines(engine.EvRederived))
+		return fmt.Errorf("no %s %s: %v", msg, what, rec.Lines(msg))
+	})
 }
 
 // rebuiltBehind: the adopter's reader was rebuilt at the new checkpoint.
 func rebuiltBehind(t *testing.T, rec *enginetest.Recorder) {
 	t.Helper()
-	for _, l := range rec.Lines(engine.EvConsumerRebuilt) {
-		if l.Attrs["drift"] == "behind_checkpoint" && l.Attrs[engine.LogDomain] == string(engine.DomainTracker) {
-			return
-		}
-	}
-	t.Fatalf("no jetstream_domain_consumer_rebuilt with drift behind_checkpoint: %v", rec.Lines(engine.EvConsumerRebuilt))
+	logged(t, rec, engine.EvConsumerRebuilt, "with drift behind_checkpoint", func(a map[string]any) bool {
+		return a["drift"] == "behind_checkpoint" && a[engine.LogDomain] == string(engine.DomainTracker)
+	})
 }
 
 // nothingLostNothingTwice: n3 holds every item once, and retrying the
