@@ -57,8 +57,10 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size), paused: make([]chan struct{}, opts.Size)}
 	ports := make([]string, opts.Size)
+	held := make([]net.Listener, opts.Size)
 	for i := range ports {
-		ports[i] = freeAddr(t)
+		held[i] = reserveAddr(t)
+		ports[i] = held[i].Addr().String()
 	}
 	c.Proxies = make([][]*Proxy, opts.Size)
 	for i := range c.Proxies {
@@ -103,6 +105,11 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	t.Cleanup(c.Close)
+	// Released only now: a proxy made above cannot have taken a port a
+	// broker is about to listen on.
+	for _, ln := range held {
+		ln.Close()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, opts.Size)
 	for i := 0; i < opts.Size; i++ {
@@ -150,13 +157,14 @@ func (c *Cluster) Settle(within time.Duration) error {
 	return nil
 }
 
-func freeAddr(t testing.TB) string {
+// reserveAddr holds a free loopback port open until the cluster's
+// brokers are about to listen on it.
+func reserveAddr(t testing.TB) net.Listener {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ln
 }
 
 // Config is node i's config as the next Start opens it.
