@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -43,6 +44,8 @@ type Cluster struct {
 	nodes []*node.Node
 	// paused[i] is non-nil while node i is paused; closed on resume.
 	paused []chan struct{}
+	// flight keeps the nodes' newest log lines for a failed test.
+	flight *flight
 }
 
 // clusterSeq numbers the clusters a test process starts.
@@ -55,7 +58,9 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 	if opts.Size == 0 {
 		opts.Size = 3
 	}
-	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size), paused: make([]chan struct{}, opts.Size)}
+	c := &Cluster{t: t, opts: opts, nodes: make([]*node.Node, opts.Size), paused: make([]chan struct{}, opts.Size), flight: newFlight(opts.Size)}
+	// Registered first, so it runs last: after the nodes stopped.
+	t.Cleanup(func() { c.flight.dump(t) })
 	ports := make([]string, opts.Size)
 	held := make([]net.Listener, opts.Size)
 	for i := range ports {
@@ -186,13 +191,18 @@ func (c *Cluster) Start(i int) error {
 	if c.opts.Configure != nil {
 		c.opts.Configure(i, &cfg)
 	}
+	inner := slog.Handler(slog.DiscardHandler)
+	if cfg.Logger != nil {
+		inner = cfg.Logger.Handler()
+	}
+	cfg.Logger = slog.New(c.flight.handler(i, inner))
 	// A paused node's appliers stop where they stand, inside their
 	// transaction, as a stopped process's would.
-	inner := cfg.Hooks.BeforeApplyCommit
+	hook := cfg.Hooks.BeforeApplyCommit
 	cfg.Hooks.BeforeApplyCommit = func(d engine.Domain, last uint64) error {
 		c.WaitRunning(i)
-		if inner != nil {
-			return inner(d, last)
+		if hook != nil {
+			return hook(d, last)
 		}
 		return nil
 	}
