@@ -153,7 +153,14 @@ func StartServe(t testing.TB, dataDir string, extra ...string) *Serve {
 		pw.Close()
 		close(s.done)
 	}()
-	t.Cleanup(func() { s.Kill(t) })
+	t.Cleanup(func() {
+		s.Kill(t)
+		if t.Failed() {
+			// What the node did, for a failure that only a loaded
+			// machine shows.
+			t.Logf("crewlet serve's last log lines:\n%s", lastLines(s.Stderr.String(), 150))
+		}
+	})
 
 	found := make(chan []string, 1)
 	go func() {
@@ -258,6 +265,12 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // HTTPClient is an mcp-go Streamable HTTP client on s's operator MCP,
