@@ -11,7 +11,7 @@ import (
 
 // flightLines is how many of a node's newest log lines a failed test
 // prints.
-const flightLines = 200
+const flightLines = 400
 
 // flight keeps each node's newest log lines at Info and above (its
 // broker's own lines among them: the embedded nats-server logs through
@@ -73,7 +73,10 @@ func (h *flightHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *flightHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelInfo {
+	// A broker's lines about single connections (" - rid:", " - cid:")
+	// come by the hundred as routes are cut and made again, and would
+	// push out the lines that say what the cluster did.
+	if r.Level >= slog.LevelInfo && !strings.Contains(r.Message, " - rid:") && !strings.Contains(r.Message, " - cid:") {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s %s %s", r.Time.Format("15:04:05.000"), r.Level, r.Message)
 		for _, a := range h.attrs {
