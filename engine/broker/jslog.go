@@ -213,6 +213,12 @@ func (l *Log) Get(ctx context.Context, seq uint64) (statelog.StoredMsg, error) {
 
 // Info reads the stream's state from the broker.
 func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
+	// One request round: a request that reached the cluster while the
+	// stream had no leader is never answered, and under a caller's long
+	// deadline (a boot's two minutes) it would wait all of it, where
+	// asking again finds the leader elected a few seconds later.
+	ctx, cancel := context.WithTimeout(ctx, requestWait)
+	defer cancel()
 	info, err := l.stream.Info(ctx)
 	if err != nil {
 		return statelog.LogInfo{}, classify(err)
@@ -355,7 +361,7 @@ func Drift(ackFloor, delivered uint64, ackPending int, checkpoint, firstSeq uint
 
 // firstSeq reads the log's first sequence for Drift, 0 when it cannot.
 func (l *Log) firstSeq(ctx context.Context) (uint64, error) {
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ictx, cancel := context.WithTimeout(ctx, requestWait)
 	defer cancel()
 	info, err := l.stream.Info(ictx)
 	if err != nil {
@@ -459,6 +465,12 @@ func (l *Log) domainName() string {
 	return l.name
 }
 
+// requestWait bounds one request round to the broker. A request a
+// member took while the stream or consumer it names had no leader gets
+// no answer at all, so a caller that can wait longer asks again rather
+// than waiting on it.
+const requestWait = 5 * time.Second
+
 // settleWait bounds how long a boot waits for a JetStream cluster that is
 // still electing its leaders (a restart of several members at once).
 const settleWait = 2 * time.Minute
@@ -469,7 +481,7 @@ const settleWait = 2 * time.Minute
 func settling(ctx context.Context, wait time.Duration, f func(context.Context) error) error {
 	deadline := time.Now().Add(wait)
 	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		actx, cancel := context.WithTimeout(ctx, requestWait)
 		err := f(actx)
 		cancel()
 		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)

@@ -329,7 +329,7 @@ func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, erro
 			// for a moment: ask again within the same wait.
 			select {
 			case <-ctx.Done():
-				return Checkpoint{}, info, ctx.Err()
+				return Checkpoint{}, info, fmt.Errorf("statelog: %s went unanswered until the boot's wait ended (last answer: %v): %w", r.stream, err, ctx.Err())
 			case <-time.After(250 * time.Millisecond):
 			}
 			continue
