@@ -67,20 +67,7 @@ func StartCluster(t testing.TB, opts Options) *Cluster {
 		held[i] = reserveAddr(t)
 		ports[i] = held[i].Addr().String()
 	}
-	c.Proxies = make([][]*Proxy, opts.Size)
-	for i := range c.Proxies {
-		c.Proxies[i] = make([]*Proxy, opts.Size)
-		for j := range c.Proxies[i] {
-			if i == j {
-				continue
-			}
-			p, err := NewProxy(ports[j])
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Proxies[i][j] = p
-		}
-	}
+	c.makeProxies(ports)
 	root := t.TempDir()
 	// A name of its own: two suites running at once on one machine pick
 	// their ports from the same free pool, and a route that reached the
@@ -160,6 +147,24 @@ func (c *Cluster) Settle(within time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// makeProxies makes Proxies: one per route, node i's to node j's port.
+func (c *Cluster) makeProxies(ports []string) {
+	c.Proxies = make([][]*Proxy, len(ports))
+	for i := range c.Proxies {
+		c.Proxies[i] = make([]*Proxy, len(ports))
+		for j := range c.Proxies[i] {
+			if i == j {
+				continue
+			}
+			p, err := NewProxy(ports[j])
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.Proxies[i][j] = p
+		}
+	}
 }
 
 // reserveAddr holds a free loopback port open until the cluster's
