@@ -158,7 +158,7 @@ func StartServe(t testing.TB, dataDir string, extra ...string) *Serve {
 		if t.Failed() {
 			// What the node did, for a failure that only a loaded
 			// machine shows.
-			t.Logf("crewlet serve's last log lines:\n%s", lastLines(s.Stderr.String(), 150))
+			t.Logf("crewlet serve's log, its end:\n%s", tail(s.Stderr.String()))
 		}
 	})
 
@@ -265,12 +265,6 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // HTTPClient is an mcp-go Streamable HTTP client on s's operator MCP,

@@ -217,7 +217,7 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	// stream had no leader is never answered, and under a caller's long
 	// deadline (a boot's two minutes) it would wait all of it, where
 	// asking again finds the leader elected a few seconds later.
-	ctx, cancel := context.WithTimeout(ctx, requestWait)
+	ctx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
 	info, err := l.stream.Info(ctx)
 	if err != nil {
@@ -361,7 +361,7 @@ func Drift(ackFloor, delivered uint64, ackPending int, checkpoint, firstSeq uint
 
 // firstSeq reads the log's first sequence for Drift, 0 when it cannot.
 func (l *Log) firstSeq(ctx context.Context) (uint64, error) {
-	ictx, cancel := context.WithTimeout(ctx, requestWait)
+	ictx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
 	info, err := l.stream.Info(ictx)
 	if err != nil {
@@ -391,7 +391,7 @@ func (l *Log) consumerConfig(checkpoint uint64) jetstream.ConsumerConfig {
 func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
 	var cons jetstream.Consumer
 	created := false
-	err := settling(ctx, l.settleWait, func(ctx context.Context) error {
+	err := Settle(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		cons, err = l.stream.Consumer(ctx, l.durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -425,7 +425,7 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 		attrs = append(attrs, "first_seq", first)
 	}
 	var rebuilt jetstream.Consumer
-	err = settling(ctx, l.settleWait, func(ctx context.Context) error {
+	err = Settle(ctx, l.settleWait, func(ctx context.Context) error {
 		var err error
 		rebuilt, err = l.rebuild(ctx, checkpoint)
 		return err
@@ -465,23 +465,25 @@ func (l *Log) domainName() string {
 	return l.name
 }
 
-// requestWait bounds one request round to the broker. A request a
+// RequestWait bounds one request round to the broker. A request a
 // member took while the stream or consumer it names had no leader gets
 // no answer at all, so a caller that can wait longer asks again rather
 // than waiting on it.
-const requestWait = 5 * time.Second
+const RequestWait = 5 * time.Second
 
 // settleWait bounds how long a boot waits for a JetStream cluster that is
 // still electing its leaders (a restart of several members at once).
 const settleWait = 2 * time.Minute
 
-// settling runs f until it answers something other than a timeout, the
-// wait passes or ctx ends: right after members restart, the consumer's
-// raft group answers nothing for a few seconds.
-func settling(ctx context.Context, wait time.Duration, f func(context.Context) error) error {
+// Settle runs f in rounds of RequestWait until it answers something
+// other than a timeout or "temporarily unavailable", the wait passes or
+// ctx ends: right after members restart, or while a stream or consumer
+// elects a leader, a raft group answers nothing for a few seconds. The
+// snapshot repository's listing goes through it too.
+func Settle(ctx context.Context, wait time.Duration, f func(context.Context) error) error {
 	deadline := time.Now().Add(wait)
 	for {
-		actx, cancel := context.WithTimeout(ctx, requestWait)
+		actx, cancel := context.WithTimeout(ctx, RequestWait)
 		err := f(actx)
 		cancel()
 		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)

@@ -6,5 +6,6 @@
 // advertises a dead route address, so route gossip cannot re-create a
 // direct route around a cut proxy. Check judges a run's history (reads,
 // if_match updates and their refusals) against the quiesced log and a
-// linearizability model. Tests only.
+// linearizability model. A failed test prints each node's newest log
+// lines, its broker's among them (flight.go). Tests only.
 package fleettest

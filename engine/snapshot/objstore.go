@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine/broker"
 )
 
 // Bucket is the broker object store that holds the fleet's snapshots.
@@ -42,11 +44,6 @@ func (o *ObjectStore) Where() string { return "the broker's object store " + Buc
 // polling the repository (the trim's backup gate) is never held for long.
 const openWait = 30 * time.Second
 
-// attemptWait bounds one request round to the bucket's stream: a request
-// that reached a member while the stream had no leader is never answered,
-// so it is sent again rather than waited on.
-const attemptWait = 5 * time.Second
-
 // open finds or creates the bucket, retrying while a cluster settles (a
 // member that just started answers nothing for a few seconds).
 func (o *ObjectStore) open(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -58,7 +55,7 @@ func (o *ObjectStore) open(ctx context.Context) (jetstream.ObjectStore, error) {
 	ctx, cancel := context.WithTimeout(ctx, openWait)
 	defer cancel()
 	for {
-		actx, acancel := context.WithTimeout(ctx, attemptWait)
+		actx, acancel := context.WithTimeout(ctx, broker.RequestWait)
 		s, err := o.js.ObjectStore(actx, Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			s, err = o.js.CreateObjectStore(actx, jetstream.ObjectStoreConfig{Bucket: Bucket, Replicas: o.replicas,
@@ -110,7 +107,15 @@ func (o *ObjectStore) List(ctx context.Context) ([]Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	infos, err := listRetrying(ctx, s)
+	// One listing is several broker requests (the bucket's last message,
+	// then an ordered consumer); one sent while the bucket's stream elects
+	// a leader — a member just stopped — is dropped unanswered, so it is
+	// asked again in rounds rather than waited on for the caller's budget.
+	var infos []*jetstream.ObjectInfo
+	err = broker.Settle(ctx, openWait, func(ctx context.Context) error {
+		infos, err = s.List(ctx)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -127,27 +132,6 @@ func (o *ObjectStore) List(ctx context.Context) ([]Manifest, error) {
 	}
 	newestFirst(out)
 	return out, nil
-}
-
-// listRetrying lists the bucket in attempts of attemptWait each until ctx
-// ends. One listing is several broker requests (the bucket's last
-// message, then an ordered consumer); one sent while the bucket's stream
-// elects a leader — a member just stopped — is dropped unanswered, and a
-// single attempt would then wait out the caller's whole budget.
-func listRetrying(ctx context.Context, s jetstream.ObjectStore) ([]*jetstream.ObjectInfo, error) {
-	for {
-		actx, cancel := context.WithTimeout(ctx, attemptWait)
-		infos, err := s.List(actx)
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrNoObjectsFound) || ctx.Err() != nil {
-			return infos, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 // Fetch downloads m's artefact to dst and verifies it against m.
