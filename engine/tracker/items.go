@@ -344,14 +344,23 @@ func (x *itemScan) item() (WorkItem, setsJSON, error) {
 	it.CreatedAt, it.UpdatedAt = time.Unix(0, x.created).UTC(), time.Unix(0, x.updated).UTC()
 	it.Trashed = x.trashed != 0
 	var sets setsJSON
-	if err := json.Unmarshal(x.sets, &sets); err != nil {
-		return it, sets, err
+	if !noSets(x.sets) {
+		if err := json.Unmarshal(x.sets, &sets); err != nil {
+			return it, sets, err
+		}
 	}
 	it.Tags, it.Watchers, it.Edges = orEmpty(sets.Tags), orEmpty(sets.Watchers), make([]Edge, 0, len(sets.Edges))
 	for _, e := range sets.Edges {
 		it.Edges = append(it.Edges, Edge{Kind: e.Kind, Key: e.Key, Mirror: e.Authored == 0})
 	}
 	return it, sets, nil
+}
+
+// noSets says the sets column holds every set empty, as most items
+// do: such a row needs no JSON decoding (about 3% of a stale read).
+func noSets(b []byte) bool {
+	s := string(b) // no copy: the comparison only reads it
+	return s == `{"t":[],"w":[],"e":[]}` || s == `{"t":[],"w":[],"e":[],"c":[]}`
 }
 
 // orEmpty is s, or an empty set where it is none (an answer shows [],
