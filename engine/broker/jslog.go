@@ -236,9 +236,15 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 
 // PurgeThrough removes every record at or below seq (the broker's purge
 // keeps seq+1 on). Purging through a sequence already purged removes
-// nothing, so two nodes trimming to the same floor do no harm.
+// nothing, so two nodes trimming to the same floor do no harm, and a
+// purge whose answer never came is asked again, in rounds of
+// RequestWait, within ctx: sent while the stream elected a leader, one
+// request would otherwise hold the trim's whole round.
 func (l *Log) PurgeThrough(ctx context.Context, seq uint64) error {
-	if err := l.stream.Purge(ctx, jetstream.WithPurgeSequence(seq+1)); err != nil {
+	err := Settle(ctx, settleWait, func(ctx context.Context) error {
+		return l.stream.Purge(ctx, jetstream.WithPurgeSequence(seq+1))
+	})
+	if err != nil {
 		return classify(err)
 	}
 	return nil

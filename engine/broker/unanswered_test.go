@@ -1,0 +1,54 @@
+package broker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine/enginetest"
+)
+
+// TestUnansweredInfoEndsWithItsRound: a stream info request whose answer
+// never comes (as one sent while the stream elects a leader gets none)
+// ends with its own round of broker.RequestWait, not with the caller's
+// far longer context, so the caller can ask again; asked again, it is
+// answered. The answer is lost for real, by a proxy on the connection.
+func TestUnansweredInfoEndsWithItsRound(t *testing.T) {
+	b, proxy := startDriftBroker(t)
+	r := newDriftRig(t, b, proxy, "INFO")
+	l := r.log("n1", enginetest.NewRecorder())
+	r.publish(2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	proxy.DropAPIOf("stream_info_response", 1)
+	if _, err := l.Info(ctx); err == nil {
+		t.Fatal("an info request whose answer was lost answered")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the unanswered info request held the caller's whole context")
+	}
+	info, err := l.Info(ctx)
+	if err != nil || info.LastSeq != 2 {
+		t.Fatalf("asked again: %+v %v, want the log ending at 2", info, err)
+	}
+}
+
+// TestPurgeAskedAgain: a purge whose answer is lost (it landed) is asked
+// again within the caller's context and answers success, the second
+// purge removing nothing more: the log starts just past the floor.
+func TestPurgeAskedAgain(t *testing.T) {
+	b, proxy := startDriftBroker(t)
+	r := newDriftRig(t, b, proxy, "PURGE")
+	l := r.log("n1", enginetest.NewRecorder())
+	r.publish(5)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	proxy.DropAPIOf("stream_purge_response", 1)
+	if err := l.PurgeThrough(ctx, 3); err != nil {
+		t.Fatalf("purge through 3 with its first answer lost: %v", err)
+	}
+	info, err := l.Info(ctx)
+	if err != nil || info.FirstSeq != 4 || info.LastSeq != 5 {
+		t.Fatalf("after the purge: %+v %v, want the log holding 4 and 5", info, err)
+	}
+}
