@@ -182,8 +182,18 @@ func readCeiling(ctx context.Context, js jetstream.JetStream, name string, b Cei
 // set-capacity). The stream's configuration is the fleet's, so one call
 // changes it for every node. The broker checks a raise against what its
 // limit has left (ErrInsufficientStorage) and grants a lowering at once.
+//
+// Each request is a round of RequestWait, asked again within ctx while
+// the broker answers nothing. An update whose answer is lost may have
+// landed, so before it is sent again the ceiling is read back: one that
+// already reads n is the update's answer.
 func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint64, err error) {
-	info, err := l.stream.Info(ctx)
+	var info *jetstream.StreamInfo
+	err = Settle(ctx, settleWait, func(rctx context.Context) error {
+		var err error
+		info, err = l.stream.Info(rctx)
+		return err
+	})
 	if err != nil {
 		return 0, 0, classify(err)
 	}
@@ -193,10 +203,23 @@ func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint
 	}
 	cfg := info.Config
 	cfg.MaxBytes = n
-	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
-		if insufficient(err) {
-			return before, held, fmt.Errorf("%w: raise %s to %d bytes: %v", ErrInsufficientStorage, l.name, n, err)
+	sent := false
+	err = Settle(ctx, settleWait, func(rctx context.Context) error {
+		if sent {
+			if now, err := l.stream.Info(rctx); err != nil {
+				return err
+			} else if now.Config.MaxBytes == n {
+				return nil // it landed; its answer did not
+			}
 		}
+		sent = true
+		_, err := l.js.UpdateStream(rctx, cfg)
+		return err
+	})
+	if insufficient(err) {
+		return before, held, fmt.Errorf("%w: raise %s to %d bytes: %v", ErrInsufficientStorage, l.name, n, err)
+	}
+	if err != nil {
 		return before, held, classify(err)
 	}
 	return before, held, nil

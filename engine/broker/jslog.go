@@ -481,6 +481,15 @@ const RequestWait = 5 * time.Second
 // still electing its leaders (a restart of several members at once).
 const settleWait = 2 * time.Minute
 
+// unanswered says err is the broker not answering (yet): a timeout, no
+// responders, or "temporarily unavailable" — an answer that may still
+// come, or whose request may have landed unheard.
+func unanswered(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) || (errors.As(err, &ae) && ae.Code == 503)
+}
+
 // Settle runs f in rounds of RequestWait until it answers something
 // other than a timeout or "temporarily unavailable", the wait passes or
 // ctx ends: right after members restart, or while a stream or consumer
@@ -492,12 +501,7 @@ func Settle(ctx context.Context, wait time.Duration, f func(context.Context) err
 		actx, cancel := context.WithTimeout(ctx, RequestWait)
 		err := f(actx)
 		cancel()
-		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
-		var ae *jetstream.APIError
-		if errors.As(err, &ae) && ae.Code == 503 {
-			transient = true
-		}
-		if !transient || ctx.Err() != nil || time.Now().After(deadline) {
+		if !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -52,3 +52,24 @@ func TestPurgeAskedAgain(t *testing.T) {
 		t.Fatalf("after the purge: %+v %v, want the log holding 4 and 5", info, err)
 	}
 }
+
+// TestCeilingChangeSettledFromTheStream: a ceiling change whose answer is
+// lost (it landed) is read back rather than reported failed: SetMaxBytes
+// answers success with the ceiling before, and the stream holds the new
+// one.
+func TestCeilingChangeSettledFromTheStream(t *testing.T) {
+	b, proxy := startDriftBroker(t)
+	r := newDriftRig(t, b, proxy, "CEILING")
+	l := r.log("n1", enginetest.NewRecorder())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	proxy.DropAPIOf("stream_update_response", 1)
+	before, _, err := l.SetMaxBytes(ctx, 2<<20)
+	if err != nil || before != 1<<20 {
+		t.Fatalf("raise to 2 MiB with its answer lost: before %d, %v; want success from 1 MiB", before, err)
+	}
+	info, err := l.Info(ctx)
+	if err != nil || info.MaxBytes != 2<<20 {
+		t.Fatalf("after the raise: %+v %v, want a ceiling of 2 MiB", info, err)
+	}
+}
