@@ -5,8 +5,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
 )
+
+// lossyLog is a log of its own (a 1 MiB ceiling) holding n records on a
+// real embedded broker whose connection runs through a proxy that loses
+// answers, and a caller's context of a minute: far longer than a round.
+func lossyLog(t *testing.T, name string, n int) (*broker.Log, *enginetest.AckDropper, context.Context) {
+	b, proxy := startDriftBroker(t)
+	r := newDriftRig(t, b, proxy, name)
+	r.publish(n)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return r.log("n1", enginetest.NewRecorder()), proxy, ctx
+}
 
 // TestUnansweredInfoEndsWithItsRound: a stream info request whose answer
 // never comes (as one sent while the stream elects a leader gets none)
@@ -14,12 +27,7 @@ import (
 // far longer context, so the caller can ask again; asked again, it is
 // answered. The answer is lost for real, by a proxy on the connection.
 func TestUnansweredInfoEndsWithItsRound(t *testing.T) {
-	b, proxy := startDriftBroker(t)
-	r := newDriftRig(t, b, proxy, "INFO")
-	l := r.log("n1", enginetest.NewRecorder())
-	r.publish(2)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	l, proxy, ctx := lossyLog(t, "INFO", 2)
 	proxy.DropAPIOf("stream_info_response", 1)
 	if _, err := l.Info(ctx); err == nil {
 		t.Fatal("an info request whose answer was lost answered")
@@ -37,12 +45,7 @@ func TestUnansweredInfoEndsWithItsRound(t *testing.T) {
 // again within the caller's context and answers success, the second
 // purge removing nothing more: the log starts just past the floor.
 func TestPurgeAskedAgain(t *testing.T) {
-	b, proxy := startDriftBroker(t)
-	r := newDriftRig(t, b, proxy, "PURGE")
-	l := r.log("n1", enginetest.NewRecorder())
-	r.publish(5)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	l, proxy, ctx := lossyLog(t, "PURGE", 5)
 	proxy.DropAPIOf("stream_purge_response", 1)
 	if err := l.PurgeThrough(ctx, 3); err != nil {
 		t.Fatalf("purge through 3 with its first answer lost: %v", err)
@@ -58,11 +61,7 @@ func TestPurgeAskedAgain(t *testing.T) {
 // answers success with the ceiling before, and the stream holds the new
 // one.
 func TestCeilingChangeSettledFromTheStream(t *testing.T) {
-	b, proxy := startDriftBroker(t)
-	r := newDriftRig(t, b, proxy, "CEILING")
-	l := r.log("n1", enginetest.NewRecorder())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	l, proxy, ctx := lossyLog(t, "CEILING", 0)
 	proxy.DropAPIOf("stream_update_response", 1)
 	before, _, err := l.SetMaxBytes(ctx, 2<<20)
 	if err != nil || before != 1<<20 {
