@@ -7,7 +7,11 @@
 // domain publishes to (concurrent appends on a one-replica stream combined
 // into atomic batches, combine.go) and reads from through a durable
 // consumer named after the node, whose lead the node keeps on its own
-// broker server (lead.go).
+// broker server (lead.go). A request that may go unanswered (sent while a
+// stream or consumer elects a leader) is one round of RequestWait, asked
+// again within the caller's context (Settle); one that changes the stream
+// is read back before it is sent again, since its lost answer may hide
+// that it landed.
 package broker
 
 import (

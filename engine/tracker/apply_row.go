@@ -109,9 +109,17 @@ func setsQuery(n int) string {
 		UNION ALL SELECT 2, item, kind, other, authored FROM tracker_edges WHERE item IN (` + in + `)`
 }
 
+// setsOfOne is setsQuery(1), built once: an update's apply reads one
+// item's sets.
+var setsOfOne = setsQuery(1)
+
 // loadSetsOf fills the sets of the items byID holds, whose ids are args.
 func (a *apply) loadSetsOf(byID map[string]*itemRow, args []any) error {
-	rows, err := a.query(len(args), setsQuery(len(args)), args...)
+	q := setsOfOne
+	if len(args) > 1 {
+		q = setsQuery(len(args))
+	}
+	rows, err := a.query(len(args), q, args...)
 	if err != nil {
 		return err
 	}

@@ -24,3 +24,17 @@ func GetWorkItemBothWays(ctx context.Context, s *Service, db *sql.DB, key string
 	_, err = s.getWorkItemTx(ctx, tx, key, &inTx)
 	return one, inTx, seen, err
 }
+
+// SetsColumns reads the sets column of item key from db as the apply's
+// item read (loadItemByKeyQuery) and get_work_item's one statement
+// (getItemQuery) read it, and whether noSets takes each for empty.
+func SetsColumns(ctx context.Context, db *sql.DB, key string) (load, get string, loadEmpty, getEmpty bool, err error) {
+	var l, g []byte
+	if err = db.QueryRowContext(ctx, `SELECT sets FROM (`+loadItemByKeyQuery+`)`, key).Scan(&l); err != nil {
+		return
+	}
+	if err = db.QueryRowContext(ctx, `SELECT sets FROM (`+getItemQuery+`)`, key).Scan(&g); err != nil {
+		return
+	}
+	return string(l), string(g), noSets(l), noSets(g), nil
+}

@@ -127,3 +127,30 @@ func everyKindOfItem(t *testing.T, r *rig) everyKind {
 	}
 	return everyKind{full: full, parent: parent, other: other, dup: dup, gone: gone, moved: moved, firstComment: first}
 }
+
+// TestEmptySetsNeedNoDecoding: what both item reads give as the sets of
+// an item with no tags, watchers, edges or comments is what noSets takes
+// for empty (decoded, it would be the same empty sets), and one tag makes
+// them not empty.
+func TestEmptySetsNeedNoDecoding(t *testing.T) {
+	r := newRig(t, time.Now())
+	ctx := context.Background()
+	r.project("ENG")
+	key := r.item("ENG", "Bare", "")
+	load, get, loadEmpty, getEmpty, err := tracker.SetsColumns(ctx, r.n.DB(), key)
+	if err != nil || !loadEmpty || !getEmpty {
+		t.Fatalf("an item with no sets reads %q and %q (%v): want both taken for empty", load, get, err)
+	}
+	w, err := r.svc.UpdateWorkItem(ctx, r.op("update", key), key, 0, tracker.ItemPatch{AddTags: []string{"x"}})
+	if err != nil || w.Outcome != engine.Applied {
+		t.Fatalf("tag it: %+v %v", w, err)
+	}
+	load, get, loadEmpty, getEmpty, err = tracker.SetsColumns(ctx, r.n.DB(), key)
+	if err != nil || loadEmpty || getEmpty {
+		t.Fatalf("a tagged item reads %q and %q (%v): want neither taken for empty", load, get, err)
+	}
+	ir, err := r.svc.GetWorkItem(ctx, engine.ReadOptions{}, key)
+	if err != nil || len(ir.Item.Tags) != 1 || ir.Item.Tags[0] != "x" {
+		t.Fatalf("get_work_item of the tagged item: %+v %v", ir.Item.Tags, err)
+	}
+}
