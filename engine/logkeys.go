@@ -38,7 +38,15 @@ const (
 	EvConsumerRebuildFailed = "jetstream_domain_consumer_rebuild_failed"
 	// EvReaderLeadClaimed: a node asked that its own broker server lead
 	// its durable consumer again (not a seeds line; INFO).
-	EvReaderLeadClaimed     = "jetstream_reader_lead_claimed"
+	EvReaderLeadClaimed = "jetstream_reader_lead_claimed"
+	// EvReaderUnplaced: a node's reader could not be placed on its own
+	// broker server and is a replicated group this time (not a seeds
+	// line; WARN).
+	EvReaderUnplaced = "jetstream_reader_unplaced"
+	// EvReaderPlaced: a node found its reader on another broker server
+	// and made it again, at its checkpoint, on its own (not a seeds line;
+	// INFO).
+	EvReaderPlaced          = "jetstream_reader_placed"
 	EvStreamCapacityDiffers = "jetstream_stream_capacity_differs"
 	EvCeilingShortOfFit     = "statelog_ceiling_short_of_fit"
 	EvCeilingUnread         = "statelog_ceiling_unread"

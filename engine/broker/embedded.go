@@ -6,8 +6,9 @@
 // broker can grant them and the volume's room, and the statelog.Log each
 // domain publishes to (concurrent appends on a one-replica stream combined
 // into atomic batches, combine.go) and reads from through a durable
-// consumer named after the node, whose lead the node keeps on its own
-// broker server (lead.go). A request that may go unanswered (sent while a
+// consumer named after the node: on a fleet of embedded brokers one
+// replica on the node's own broker server (place.go), otherwise a group
+// whose lead the node keeps on its own server (lead.go). A request that may go unanswered (sent while a
 // stream or consumer elects a leader) is one round of RequestWait, asked
 // again within the caller's context (Settle); one that changes the stream
 // is read back before it is sent again, since its lost answer may hide

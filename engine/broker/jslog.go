@@ -39,6 +39,9 @@ type Log struct {
 	// comb groups concurrent appends into atomic batches; nil when the
 	// stream does not allow atomic publish (see combine.go).
 	comb *combiner
+	// ownReader: this node's reader of a replicated stream is one replica
+	// on its own broker server (SetOwnReader, place.go).
+	ownReader bool
 }
 
 // SetSettleWait sets how long opening the reader retries a broker that
@@ -401,7 +404,7 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 		var err error
 		cons, err = l.stream.Consumer(ctx, l.durable)
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cons, err = l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
+			cons, err = l.createReader(ctx, checkpoint)
 			created = err == nil
 		}
 		return err
@@ -416,6 +419,9 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 	first, ferr := l.firstSeq(ctx)
 	d := Drift(info.AckFloor.Stream, info.Delivered.Stream, info.NumAckPending, checkpoint, first)
 	if d == "" {
+		if l.misplaced(ctx, info) {
+			return l.replace(ctx, checkpoint, info.Cluster.Leader)
+		}
 		return cons, nil
 	}
 	attrs := []any{engine.LogDomain, l.domainName(), "drift", d, "checkpoint", checkpoint,
@@ -461,7 +467,34 @@ func (l *Log) rebuild(ctx context.Context, checkpoint uint64) (jetstream.Consume
 	if err := l.stream.DeleteConsumer(ctx, l.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
 	}
-	return l.stream.CreateConsumer(ctx, l.consumerConfig(checkpoint))
+	return l.createReader(ctx, checkpoint)
+}
+
+// replace makes again, on this node's own server, a reader found
+// elsewhere (led by from; see misplaced). It agrees with the checkpoint,
+// so one made there stands where it stood; where that fails the reader
+// the broker then holds is kept, as a reader that delivers, and the next
+// boot tries again.
+func (l *Log) replace(ctx context.Context, checkpoint uint64, from string) (jetstream.Consumer, error) {
+	var placed jetstream.Consumer
+	err := Settle(ctx, l.settleWait, func(ctx context.Context) error {
+		var err error
+		placed, err = l.rebuild(ctx, checkpoint)
+		return err
+	})
+	if err != nil {
+		if held, herr := l.stream.Consumer(ctx, l.durable); herr == nil {
+			l.log.Warn(engine.EvReaderUnplaced, engine.LogDomain, l.domainName(), "server", l.Server(), "placed_on", from, engine.LogErr, err.Error())
+			return held, nil
+		}
+		return nil, fmt.Errorf("broker: the %s reader on %s could not be made again on this node's server: %w", l.domainName(), from, err)
+	}
+	lead := ""
+	if ci := placed.CachedInfo().Cluster; ci != nil {
+		lead = ci.Leader
+	}
+	l.log.Info(engine.EvReaderPlaced, engine.LogDomain, l.domainName(), "from", from, "to", lead, "checkpoint", checkpoint)
+	return placed, nil
 }
 
 func (l *Log) domainName() string {

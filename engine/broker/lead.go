@@ -54,7 +54,13 @@ func (l *Log) ReaderLead(ctx context.Context, node string) (Lead, error) {
 		// reader's, for as long as the reader exists.
 		return Lead{Leader: l.Server(), Since: info.Created}, nil
 	}
-	return leadOf(info.Cluster), nil
+	lead := leadOf(info.Cluster)
+	if info.Config.Replicas == 1 && lead.Leader != "" && lead.Since.IsZero() {
+		// One replica of a replicated stream (place.go): the broker names
+		// its server and no election, so it has led since it was made.
+		lead.Since = info.Created
+	}
+	return lead, nil
 }
 
 // Server is the name of the broker server this node's connection is on:
@@ -107,8 +113,17 @@ func (l *Log) MoveStreamLead(ctx context.Context, server string) error {
 	return l.stepDown(ctx, "", server)
 }
 
-// MoveReaderLead asks the leader of node's consumer to hand over to server.
+// MoveReaderLead asks the leader of node's consumer to hand over to
+// server; ErrReaderFixed when the consumer is one replica, which has no
+// group to hand over to.
 func (l *Log) MoveReaderLead(ctx context.Context, node, server string) error {
+	c, err := l.stream.Consumer(ctx, ConsumerName(node))
+	if err != nil {
+		return classify(err)
+	}
+	if c.CachedInfo().Config.Replicas == 1 {
+		return ErrReaderFixed
+	}
 	return l.stepDown(ctx, ConsumerName(node), server)
 }
 
@@ -116,9 +131,10 @@ func (l *Log) MoveReaderLead(ctx context.Context, node, server string) error {
 // broker server leads its consumer.
 const ReaderLeadEvery = 2 * time.Second
 
-// errNotOurs is a reader lead that cannot be ours: this node's server is
-// not a member of the consumer's group (an external broker the node is
-// not a member of), so there is nothing to ask for.
+// errNotOurs is a reader lead there is nothing to ask for: this node's
+// server is not a member of the consumer's group (an external broker the
+// node is not a member of), or the consumer is one replica (place.go),
+// which no election moves.
 var errNotOurs = errors.New("broker: this node's server is not a member of its consumer's group")
 
 // claimReader asks that this node's own server lead its consumer when
@@ -135,6 +151,9 @@ func (l *Log) claimReader(ctx context.Context) (moved bool, err error) {
 	c, err := l.stream.Consumer(ctx, l.durable)
 	if err != nil {
 		return false, classify(err)
+	}
+	if c.CachedInfo().Config.Replicas == 1 {
+		return false, errNotOurs
 	}
 	ci := c.CachedInfo().Cluster
 	lead := leadOf(ci)

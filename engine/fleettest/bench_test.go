@@ -227,7 +227,14 @@ func BenchmarkFollowerLinearizableRead(b *testing.B) {
 // same run on the same cluster: 64 writers publishing synchronously to an
 // R3 stream of their own, spread over the same three nodes' connections.
 func BenchmarkAppliedWritesConcurrency64(b *testing.B) {
-	c := fleettest.StartCluster(b, fleettest.Options{})
+	// Each node's reader as it runs (one replica on the node's own
+	// server), and as a group on the stream's replicas, in one run.
+	b.Run("readers=own", func(b *testing.B) { appliedWrites64(b, false) })
+	b.Run("readers=group", func(b *testing.B) { appliedWrites64(b, true) })
+}
+
+func appliedWrites64(b *testing.B, groupReaders bool) {
+	c := fleettest.StartCluster(b, fleettest.Options{Configure: func(_ int, cfg *node.Config) { cfg.GroupReaders = groupReaders }})
 	ctx := context.Background()
 	if _, err := c.Node(0).Tracker().CreateProject(ctx, engine.WriteOptions{}, "BEN", "Bench"); err != nil {
 		b.Fatal(err)

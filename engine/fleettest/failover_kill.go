@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
 )
 
 // The kinds of node a failover run kills.
@@ -62,6 +63,11 @@ func PickVictim(ctx context.Context, c *Cluster, kase string, arrange bool) (int
 			err = lg.MoveReaderLead(ctx, c.Config(j).Name, c.Config(v).Name)
 		case kase == CaseLeadsNothing && r.Readers[j] == v:
 			err = lg.MoveReaderLead(ctx, c.Config(j).Name, c.Config(j).Name)
+		}
+		if errors.Is(err, broker.ErrReaderFixed) {
+			// Readers that are one replica each on their own node's
+			// server (broker's place.go) never lead another node's.
+			return -1, r, fmt.Errorf("%w: %s: %v (%s)", ErrCaseAbsent, kase, err, r)
 		}
 		if err != nil {
 			return -1, r, err

@@ -151,16 +151,19 @@ func TestFailoverFigures(t *testing.T) {
 	}
 }
 
-// TestReaderLeadComesBack: a node's consumer whose lead another node's
-// broker took (moved there by a stepdown, as a partition would) is led by
-// the node's own broker again, and the retention answer names who leads
-// each node's reader and since when.
+// TestReaderLeadComesBack: a node's consumer that is a group on the
+// stream's replicas (GroupReaders, as on an external broker or where a
+// placement missed) and whose lead another node's broker took (moved
+// there by a stepdown, as a partition would) is led by the node's own
+// broker again, and the retention answer names who leads each node's
+// reader and since when.
 func TestReaderLeadComesBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-node fleet")
 	}
 	rec := enginetest.NewRecorder()
 	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		cfg.GroupReaders = true
 		if i == 1 {
 			cfg.Logger = rec.Logger()
 		}

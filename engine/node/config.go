@@ -62,8 +62,14 @@ type Config struct {
 	// atomic batch (see broker's combine.go): for benchmarks comparing
 	// the two in one run.
 	SingleAppends bool
-	Clock         engine.Clock
-	Logger        *slog.Logger
+	// GroupReaders keeps each reader of a replicated stream a group on
+	// the stream's replicas, as on an external broker, rather than one
+	// replica on the node's own embedded broker server (broker's
+	// place.go): for benchmarks comparing the two in one run, and the
+	// tests of a group reader's lead.
+	GroupReaders bool
+	Clock        engine.Clock
+	Logger       *slog.Logger
 	// Holder describes this process in the data directory's lock file, so
 	// a second process refused the directory can name it (for example
 	// "crewlet serve, operator MCP at http://127.0.0.1:7420/operator/mcp").

@@ -54,6 +54,9 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 		}
 		if n.broker.Server != nil {
 			l.SetVolume(cfg.Stream.StoreDir)
+			if !cfg.GroupReaders {
+				l.SetOwnReader()
+			}
 		}
 		n.domains = append(n.domains, &domain{spec: sp, log: l})
 	}
