@@ -46,7 +46,11 @@ const (
 	// EvReaderPlaced: a node found its reader on another broker server
 	// and made it again, at its checkpoint, on its own (not a seeds line;
 	// INFO).
-	EvReaderPlaced          = "jetstream_reader_placed"
+	EvReaderPlaced = "jetstream_reader_placed"
+	// EvReaderReopened: a running node's reader went away (deleted under
+	// it) and was made again after what it had acknowledged; with err,
+	// the try failed and is made again (not a seeds line; WARN).
+	EvReaderReopened        = "jetstream_reader_reopened"
 	EvStreamCapacityDiffers = "jetstream_stream_capacity_differs"
 	EvCeilingShortOfFit     = "statelog_ceiling_short_of_fit"
 	EvCeilingUnread         = "statelog_ceiling_unread"

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -280,63 +279,14 @@ func (l *Log) Subscribe(ctx context.Context, checkpoint uint64) (statelog.Subscr
 		l.log.Debug("jetstream_reader_lead_unclaimed", engine.LogDomain, l.domainName(), engine.LogErr, err.Error())
 	}
 	cancel()
-	sub := &subscription{c: make(chan statelog.Delivery, 4096), done: make(chan struct{}), drainWait: l.drainWait}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			return
-		}
-		d := statelog.Delivery{
-			StoredMsg: statelog.StoredMsg{Seq: md.Sequence.Stream, Subject: m.Subject(), MsgID: m.Headers().Get(jetstream.MsgIDHeader),
-				Data: m.Data(), Time: md.Timestamp},
-			Pending: md.NumPending,
-			Ack:     m.Ack,
-		}
-		select {
-		case sub.c <- d:
-		case <-sub.done:
-			// Stopped and abandoned: the message stays unacknowledged and
-			// comes back to the next reader.
-		}
-	},
-		// A short expiry (idle heartbeats at half of it) finds a pull
-		// request lost to a broker fault in seconds, not half a minute.
-		jetstream.PullMaxMessages(1024), jetstream.PullExpiry(5*time.Second),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			l.log.Debug("jetstream_consume_error", engine.LogErr, err.Error())
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("broker: consume %s: %w", l.name, err)
+	sub := &subscription{l: l, c: make(chan statelog.Delivery, 4096), done: make(chan struct{}), gone: make(chan error, 1)}
+	sub.acked.Store(checkpoint)
+	if err := sub.consume(cons); err != nil {
+		return nil, err
 	}
-	sub.cc = cc
 	go l.keepReader(sub.done)
+	go sub.watch()
 	return sub, nil
-}
-
-type subscription struct {
-	c         chan statelog.Delivery
-	done      chan struct{}
-	cc        jetstream.ConsumeContext
-	once      sync.Once
-	drainWait time.Duration
-}
-
-func (s *subscription) C() <-chan statelog.Delivery { return s.c }
-
-func (s *subscription) Done() <-chan struct{} { return s.done }
-
-// Stop drains the consumer (messages already pulled are still handed
-// over), then closes Done so the applier finishes and exits.
-func (s *subscription) Stop() {
-	s.once.Do(func() {
-		s.cc.Drain()
-		select {
-		case <-s.cc.Closed():
-		case <-time.After(s.drainWait):
-			s.cc.Stop()
-		}
-		close(s.done)
-	})
 }
 
 // Drift names how a durable reader (its ack floor, the last sequence it
@@ -420,7 +370,7 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 	d := Drift(info.AckFloor.Stream, info.Delivered.Stream, info.NumAckPending, checkpoint, first)
 	if d == "" {
 		if l.misplaced(ctx, info) {
-			return l.replace(ctx, checkpoint, info.Cluster.Leader)
+			return l.replace(ctx, checkpoint, leadOf(info.Cluster).Leader)
 		}
 		return cons, nil
 	}

@@ -113,9 +113,16 @@ func (l *Log) placesOwnReader(ctx context.Context) bool {
 // placement cut short), which would stop with that server, or a group (a
 // placement that missed every try, or a reader made before readers were
 // placed), which agrees on every delivery.
+//
+// A one-replica reader the broker names no server for (its answer may
+// leave the cluster out while the server recovers) is left as it is:
+// made again, one that was in fact on this node's server would be
+// rebuilt for nothing.
 func (l *Log) misplaced(ctx context.Context, info *jetstream.ConsumerInfo) bool {
-	if info.Config.Replicas == 1 && info.Cluster != nil && info.Cluster.Leader == l.Server() {
-		return false
+	if info.Config.Replicas == 1 {
+		if lead := leadOf(info.Cluster).Leader; lead == "" || lead == l.Server() {
+			return false
+		}
 	}
 	return l.placesOwnReader(ctx)
 }
