@@ -32,8 +32,11 @@ type subscription struct {
 	// over again at or below the checkpoint the applier drops.
 	acked atomic.Uint64
 
-	mu      sync.Mutex
-	cc      jetstream.ConsumeContext
+	mu sync.Mutex
+	cc jetstream.ConsumeContext
+	// created is when the reader cc pulls from was made: one of the same
+	// name made since is another reader.
+	created time.Time
 	stopped bool
 	once    sync.Once
 }
@@ -71,7 +74,7 @@ func (s *subscription) consume(cons jetstream.Consumer) error {
 		// is at or below what the new one starts after.
 		s.cc.Stop()
 	}
-	s.cc = cc
+	s.cc, s.created = cc, cons.CachedInfo().Created
 	return nil
 }
 
@@ -111,32 +114,42 @@ func (s *subscription) ackedThrough(seq uint64) {
 }
 
 // watch makes the reader again whenever the consume says it was deleted,
-// or falls silent (a reader deleted while this node was cut off never
-// says so) and the broker confirms it holds no such reader. A deleted
-// reader is made again even where the broker holds one of its name by
-// then: the consume that was deleted has stopped, and the reader found
-// is judged against what was acknowledged, as at boot.
+// or falls silent (a reader deleted while this node was cut off, or
+// dropped by a server catching up, never says so) and the broker holds
+// no such reader or another one of its name. A deleted reader is made
+// again even where the broker holds one of its name by then: the consume
+// that was deleted has stopped, and the reader found is judged against
+// what was acknowledged, as at boot.
 func (s *subscription) watch() {
 	for {
 		select {
 		case <-s.done:
 			return
 		case err := <-s.gone:
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || s.missing() {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || s.replaced() {
 				s.reopen(err)
 			}
 		}
 	}
 }
 
-// missing asks the broker whether this node's reader is gone; an answer
-// it cannot give counts as not gone (a silent broker is not a deleted
-// reader, and the consume goes on pulling).
-func (s *subscription) missing() bool {
+// replaced asks the broker whether the reader this subscription pulls
+// from is gone: none of its name, or one made at another instant. An
+// answer it cannot give counts as not gone (a silent broker is not a
+// deleted reader, and the consume goes on pulling).
+func (s *subscription) replaced() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), RequestWait)
 	defer cancel()
-	_, err := s.l.stream.Consumer(ctx, s.l.durable)
-	return errors.Is(err, jetstream.ErrConsumerNotFound)
+	c, err := s.l.stream.Consumer(ctx, s.l.durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !c.CachedInfo().Created.Equal(s.created)
 }
 
 // reopen makes the reader again after what was acknowledged, trying until
