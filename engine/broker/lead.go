@@ -63,6 +63,21 @@ func (l *Log) ReaderLead(ctx context.Context, node string) (Lead, error) {
 	return lead, nil
 }
 
+// electionBound is how long nats-server 2.15's raft takes at most to
+// elect a leader after the last one went silent, 9 s (its longest
+// election timeout), and a second to ask the one elected.
+const electionBound = 10 * time.Second
+
+// ElectionBound is how long this log may answer nothing, or no_quorum,
+// while its stream elects a leader: electionBound on a replicated
+// stream, 0 on one replica, which no election touches.
+func (l *Log) ElectionBound() time.Duration {
+	if l.stream.CachedInfo().Config.Replicas > 1 {
+		return electionBound
+	}
+	return 0
+}
+
 // Server is the name of the broker server this node's connection is on:
 // its own embedded broker's, which is named after the node.
 func (l *Log) Server() string { return l.js.Conn().ConnectedServerName() }

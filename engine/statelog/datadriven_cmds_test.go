@@ -101,6 +101,9 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 		if td.HasArg("read_budget") {
 			n.readBudget = durationArg(t, td, "read_budget")
 		}
+		if td.HasArg("election") {
+			n.election = durationArg(t, td, "election")
+		}
 		if n.rep != nil {
 			td.Fatalf(t, "node %s is open", name)
 		}

@@ -104,6 +104,8 @@ type ddNode struct {
 	logs       *recorder
 	writeWait  time.Duration
 	readBudget time.Duration
+	// election is the log's ElectionBound (open's election=D; 0 unset).
+	election time.Duration
 
 	// swept holds the ledger rows a sweep took.
 	swept map[string]bool
@@ -182,7 +184,8 @@ func (h *harness) open(ctx context.Context, n *ddNode) error {
 		Node: n.name, DB: db, Log: h.stream.Log(n.name), Domain: kvDomain{}, Clock: h.stream,
 		Logger: slog.New(n.logs), Publishing: true,
 		RetryBudget: 5 * time.Second, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
-		BeforeCommit: func(*sql.Tx, uint64) error { return n.beforeCommit() },
+		ElectionBound: n.election,
+		BeforeCommit:  func(*sql.Tx, uint64) error { return n.beforeCommit() },
 	})
 	if err != nil {
 		db.Close()

@@ -73,6 +73,11 @@ type Config struct {
 	ReadBudget  time.Duration
 	// PublishTimeout bounds one append (default 5 s).
 	PublishTimeout time.Duration
+	// ElectionBound is how long a replicated log may answer nothing, or
+	// no_quorum, while its broker elects a stream leader; 0 for a log no
+	// election touches. An append whose answer was lost asks the log for
+	// its record for at least this long before calling it unknown.
+	ElectionBound time.Duration
 	// WriteRounds bounds how often a write is decided again after losing
 	// the arbitration (default 16).
 	WriteRounds int

@@ -446,15 +446,16 @@ func (r *Replica) resolveLost(ctx context.Context, op Op, out Written, subject s
 }
 
 // lastOnSubjectSoon reads the newest record on subject, asking again
-// while the broker does not answer, for up to PublishTimeout. An append
-// whose answer was lost is most often one in flight to a stream leader
-// that died, and the log answers again as soon as the survivors elect
-// the next, which the broker bounds; a single read made during that
-// election would leave a record that landed called unknown. Only an
-// answer is trusted: the record missing from a leader's answer may yet
-// be committed by it, so that stays unknown.
+// while the broker does not answer, for up to PublishTimeout or the
+// log's ElectionBound, whichever is longer. An append whose answer was
+// lost is most often one in flight to a stream leader that died, and the
+// log answers again as soon as the survivors elect the next, which the
+// broker bounds; a single read made during that election would leave a
+// record that landed called unknown. Only an answer is trusted: the
+// record missing from a leader's answer may yet be committed by it, so
+// that stays unknown.
 func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (StoredMsg, error) {
-	deadline := time.Now().Add(r.cfg.PublishTimeout)
+	deadline := time.Now().Add(max(r.cfg.PublishTimeout, r.cfg.ElectionBound))
 	for {
 		// Each ask is short, so one lost in the election does not spend
 		// the whole wait.
