@@ -98,12 +98,12 @@ func follower(b *testing.B, c *fleettest.Cluster) *node.Node {
 // bareLoop is the loop a linearizable read is measured against, on node
 // n: an R3 stream (name, on subjects prefix.>) led by the tracker
 // stream's leader, a pull consumer on n committing each sequence to a
-// checkpoint row in SQLite and telling applied. With acked, the consumer
-// acknowledges each record after its commit, as a node's own reader does
-// (ack-all); a replicated consumer that takes acks hands a record over
-// only once its group has agreed it was delivered, so that loop pays the
-// consumer group's round as well. The consumer stops, and the database
-// closes, when the benchmark's run ends.
+// checkpoint row in SQLite and telling applied. Without acked, the
+// consumer is a group on the stream's replicas led by n's server that
+// takes no acks; with acked it is made as n's own reader is — one
+// replica on n's server — and acknowledges each record after its commit
+// (ack-all). The consumer stops, and the database closes, when the
+// benchmark's run ends.
 func bareLoop(b *testing.B, c *fleettest.Cluster, n *node.Node, name, prefix string, acked bool) chan uint64 {
 	ctx := context.Background()
 	js := n.Broker().JS
@@ -122,17 +122,19 @@ func bareLoop(b *testing.B, c *fleettest.Cluster, n *node.Node, name, prefix str
 	// The bare stream is led by the tracker stream's leader, so both
 	// loops cross the same links from the same follower.
 	leadBy(b, n, name, s.CachedInfo().Cluster.Leader, trackerLeader(b, c))
-	policy := jetstream.AckNonePolicy
+	var cons jetstream.Consumer
 	if acked {
-		policy = jetstream.AckAllPolicy
+		// Like n's own reader: one replica on n's server, acknowledged.
+		cons = ownBareReader(b, n, s)
+	} else {
+		cons, err = s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckNonePolicy})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Led by n's own server, as a group reader's lead is claimed
+		// (broker.claimReader).
+		leadReaderBy(b, n, name, "bare")
 	}
-	cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: policy})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Its reader is led by n's own server, as every node's own reader
-	// is (broker.claimReader).
-	leadReaderBy(b, n, name, "bare")
 	applied := make(chan uint64, 1)
 	it, err := cons.Messages()
 	if err != nil {
@@ -161,6 +163,27 @@ func bareLoop(b *testing.B, c *fleettest.Cluster, n *node.Node, name, prefix str
 	return applied
 }
 
+// ownBareReader makes the bare loop's acknowledging consumer as a node
+// makes its own reader (broker's place.go): one replica, made again until
+// the broker puts it on n's server.
+func ownBareReader(b *testing.B, n *node.Node, s jetstream.Stream) jetstream.Consumer {
+	ctx := context.Background()
+	for i := 0; i < 64; i++ {
+		cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bare", AckPolicy: jetstream.AckAllPolicy, Replicas: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ci := cons.CachedInfo().Cluster; ci != nil && ci.Leader == n.Name() {
+			return cons
+		}
+		if err := s.DeleteConsumer(ctx, "bare"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Fatalf("the bare reader never landed on %s", n.Name())
+	return nil
+}
+
 // bareRound publishes on subject and waits for applied to tell it.
 func bareRound(b *testing.B, js jetstream.JetStream, subject string, applied chan uint64) time.Duration {
 	t0 := time.Now()
@@ -176,15 +199,11 @@ func bareRound(b *testing.B, js jetstream.JetStream, subject string, applied cha
 	return time.Since(t0)
 }
 
-// BenchmarkFollowerLinearizableRead: get_work_item at linearizable on a
-// follower of the R3 tracker stream, against the bare loop on the same
-// cluster and node: a publish on an R3 stream, a pull consumer on that
-// node, a checkpoint row committed in SQLite, the publisher told. Reports
-// both p50s and their ratio (the goal is ≤ 1.3× bare), and the ratio to
-// the same loop with an acknowledging consumer like the node's own.
-func BenchmarkFollowerLinearizableRead(b *testing.B) {
-	c := fleettest.StartCluster(b, fleettest.Options{})
-	n := follower(b, c)
+// followerRig starts a three-node fleet and files one item; n is a node
+// that does not lead the tracker stream, key the item's.
+func followerRig(b *testing.B) (c *fleettest.Cluster, n *node.Node, key string) {
+	c = fleettest.StartCluster(b, fleettest.Options{})
+	n = follower(b, c)
 	ctx := context.Background()
 	if _, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "BEN", "Bench"); err != nil {
 		b.Fatal(err)
@@ -193,6 +212,18 @@ func BenchmarkFollowerLinearizableRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return c, n, iw.Item.Key
+}
+
+// BenchmarkFollowerLinearizableRead: get_work_item at linearizable on a
+// follower of the R3 tracker stream, against the bare loop on the same
+// cluster and node: a publish on an R3 stream, a pull consumer on that
+// node, a checkpoint row committed in SQLite, the publisher told. Reports
+// both p50s and their ratio (the goal is ≤ 1.3× bare), and the ratio to
+// the same loop with an acknowledging consumer like the node's own.
+func BenchmarkFollowerLinearizableRead(b *testing.B) {
+	c, n, key := followerRig(b)
+	ctx := context.Background()
 
 	// The bare loops.
 	js := n.Broker().JS
@@ -207,7 +238,7 @@ func BenchmarkFollowerLinearizableRead(b *testing.B) {
 		bare = append(bare, bareRound(b, js, "bare.x", applied))
 		acked = append(acked, bareRound(b, js, "bareack.x", appliedAcked))
 		t0 := time.Now()
-		if _, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, iw.Item.Key); err != nil {
+		if _, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, key); err != nil {
 			b.Fatal(err)
 		}
 		lin = append(lin, time.Since(t0))
@@ -219,6 +250,50 @@ func BenchmarkFollowerLinearizableRead(b *testing.B) {
 	b.ReportMetric(float64(pl.Microseconds()), "linearizable-p50-µs")
 	b.ReportMetric(float64(pl)/float64(pb), "ratio-to-bare")
 	b.ReportMetric(float64(pl)/float64(pa), "ratio-to-acked-bare")
+}
+
+// BenchmarkFollowerLinearizablePhases: where a follower's linearizable
+// read goes, each phase timed on its own beside the bare loop (no acked
+// loop between them): the barrier's append (until the broker's ack), the
+// wait for this node's applier to pass it, and the read of the row; then
+// a whole linearizable read.
+func BenchmarkFollowerLinearizablePhases(b *testing.B) {
+	c, n, key := followerRig(b)
+	ctx := context.Background()
+	applied := bareLoop(b, c, n, "BARE", "bare", false)
+	r := n.Replica(engine.DomainTracker)
+	var bare, barrier, apply, read, lin []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bare = append(bare, bareRound(b, n.Broker().JS, "bare.x", applied))
+		t0 := time.Now()
+		seq, err := r.Barrier(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		for r.Applied() < seq {
+			time.Sleep(20 * time.Microsecond)
+		}
+		t2 := time.Now()
+		if _, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Stale}, key); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if _, err := n.Tracker().GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, key); err != nil {
+			b.Fatal(err)
+		}
+		barrier, apply = append(barrier, t1.Sub(t0)), append(apply, t2.Sub(t1))
+		read, lin = append(read, t3.Sub(t2)), append(lin, time.Since(t3))
+	}
+	b.StopTimer()
+	for _, m := range []struct {
+		unit string
+		l    []time.Duration
+	}{{"bare-p50-µs", bare}, {"barrier-p50-µs", barrier}, {"apply-p50-µs", apply}, {"read-p50-µs", read}, {"linearizable-p50-µs", lin}} {
+		b.ReportMetric(float64(p50(m.l).Microseconds()), m.unit)
+	}
+	b.ReportMetric(float64(p50(lin))/float64(p50(bare)), "ratio-to-bare")
 }
 
 // BenchmarkAppliedWritesConcurrency64: 64 writers spread over the three
