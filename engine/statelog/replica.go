@@ -163,6 +163,10 @@ type Replica struct {
 	floor      floorState
 	belowFloor atomic.Bool
 	life       sync.Mutex
+	// closing is closed when Close begins: a write still asking the log
+	// about a lost append stops asking a broker this node is leaving.
+	closing     chan struct{}
+	closingOnce sync.Once
 
 	faultMu  sync.Mutex
 	faulted  bool
@@ -218,12 +222,13 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		cfg.DeferralGrace = DefaultDeferralGrace
 	}
 	r := &Replica{
-		cfg:    cfg,
-		domain: cfg.Domain.Name(),
-		stream: cfg.Log.Stream(),
-		log:    cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog, engine.LogDomain, string(cfg.Domain.Name())),
-		done:   make(chan struct{}),
-		stmts:  sqlite.NewStatements(cfg.DB),
+		cfg:     cfg,
+		domain:  cfg.Domain.Name(),
+		stream:  cfg.Log.Stream(),
+		log:     cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog, engine.LogDomain, string(cfg.Domain.Name())),
+		done:    make(chan struct{}),
+		closing: make(chan struct{}),
+		stmts:   sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()
 	// The framework's gates (those a reanchor adds come first), then the
@@ -493,6 +498,7 @@ func (r *Replica) OrdinaryCeiling(max int64) int64 { return OrdinaryCeiling(r.cf
 // stuck retrying is given a short grace and then abandoned mid-batch,
 // which loses nothing: the batch was never committed or acknowledged.
 func (r *Replica) Close() {
+	r.closingOnce.Do(func() { close(r.closing) })
 	r.life.Lock()
 	defer r.life.Unlock()
 	if r.sub == nil {

@@ -472,6 +472,9 @@ func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (Stored
 		select {
 		case <-ctx.Done():
 			return last, err
+		case <-r.closing:
+			// This node is closing: its broker connection with it.
+			return last, err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
