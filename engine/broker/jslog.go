@@ -386,12 +386,7 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 	} else {
 		attrs = append(attrs, "first_seq", first)
 	}
-	var rebuilt jetstream.Consumer
-	err = Settle(ctx, l.settleWait, func(ctx context.Context) error {
-		var err error
-		rebuilt, err = l.rebuild(ctx, checkpoint)
-		return err
-	})
+	rebuilt, err := l.rebuildSettled(ctx, checkpoint)
 	if err == nil {
 		if d == "acknowledged_past_checkpoint" {
 			l.log.Warn(engine.EvConsumerRebuilt, attrs...)
@@ -413,6 +408,19 @@ func (l *Log) reader(ctx context.Context, checkpoint uint64) (jetstream.Consumer
 	return nil, fmt.Errorf("broker: the %s reader disagrees with this node's rows (%s) and could not be rebuilt: %w", l.domainName(), d, err)
 }
 
+// rebuildSettled rebuilds the reader at checkpoint in rounds of
+// RequestWait while the broker answers nothing (Settle).
+func (l *Log) rebuildSettled(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
+	var c jetstream.Consumer
+	err := Settle(ctx, l.settleWait, func(ctx context.Context) error {
+		var err error
+		c, err = l.rebuild(ctx, checkpoint)
+		return err
+	})
+	return c, err
+}
+
+// rebuild deletes the reader and makes it again at checkpoint.
 func (l *Log) rebuild(ctx context.Context, checkpoint uint64) (jetstream.Consumer, error) {
 	if err := l.stream.DeleteConsumer(ctx, l.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, err
@@ -426,12 +434,7 @@ func (l *Log) rebuild(ctx context.Context, checkpoint uint64) (jetstream.Consume
 // the broker then holds is kept, as a reader that delivers, and the next
 // boot tries again.
 func (l *Log) replace(ctx context.Context, checkpoint uint64, from string) (jetstream.Consumer, error) {
-	var placed jetstream.Consumer
-	err := Settle(ctx, l.settleWait, func(ctx context.Context) error {
-		var err error
-		placed, err = l.rebuild(ctx, checkpoint)
-		return err
-	})
+	placed, err := l.rebuildSettled(ctx, checkpoint)
 	if err != nil {
 		if held, herr := l.stream.Consumer(ctx, l.durable); herr == nil {
 			l.log.Warn(engine.EvReaderUnplaced, engine.LogDomain, l.domainName(), "server", l.Server(), "placed_on", from, engine.LogErr, err.Error())

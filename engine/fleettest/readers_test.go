@@ -164,8 +164,10 @@ func misplaceReader(ctx context.Context, t *testing.T, c *fleettest.Cluster, end
 		if err := s.DeleteConsumer(ctx, broker.ConsumerName("n2")); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return err
 		}
+		// Only its name, its one replica and its position matter: n2
+		// finds its reader by name and judges it by where it stands.
 		cons, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: broker.ConsumerName("n2"), Replicas: 1, AckPolicy: jetstream.AckAllPolicy,
-			AckWait: 30 * time.Second, MaxAckPending: 8192, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: end + 1})
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: end + 1})
 		if err != nil {
 			return err
 		}
