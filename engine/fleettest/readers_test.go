@@ -121,6 +121,10 @@ func TestReadersOnTheirOwnServers(t *testing.T) {
 // the retention answer names each as led by its node since an instant.
 func checkOwnReaders(ctx context.Context, t *testing.T, c *fleettest.Cluster, recs []*enginetest.Recorder) {
 	t.Helper()
+	// A placement that missed all its tries is allowed, said in a line;
+	// two of the six are not (0.15% each by chance), so a placement that
+	// always gave up would fail here rather than hide behind its line.
+	fellBack := 0
 	for i := 0; i < c.Size(); i++ {
 		name := c.Config(i).Name
 		for _, d := range []engine.Domain{engine.DomainTracker, engine.DomainPages} {
@@ -128,11 +132,17 @@ func checkOwnReaders(ctx context.Context, t *testing.T, c *fleettest.Cluster, re
 			if err != nil {
 				t.Fatalf("%s's %s reader: %v", name, d, err)
 			}
-			own := info.Config.Replicas == 1 && info.Cluster != nil && info.Cluster.Leader == name
-			if !own && !unplacedLine(recs[i], d) {
+			if info.Config.Replicas == 1 && info.Cluster != nil && info.Cluster.Leader == name {
+				continue
+			}
+			fellBack++
+			if !unplacedLine(recs[i], d) {
 				t.Errorf("%s's %s reader is %d replica(s) led by %+v, want one replica on %s (or a %s line)", name, d, info.Config.Replicas, info.Cluster, name, engine.EvReaderUnplaced)
 			}
 		}
+	}
+	if fellBack > 1 {
+		t.Errorf("%d of the fleet's six readers are not on their own node's server", fellBack)
 	}
 	if err := c.Node(0).Log(engine.DomainTracker).MoveReaderLead(ctx, "n2", "n1"); !errors.Is(err, broker.ErrReaderFixed) && !unplacedLine(recs[1], engine.DomainTracker) {
 		t.Errorf("moving n2's tracker reader to n1 answered %v, want %v", err, broker.ErrReaderFixed)
