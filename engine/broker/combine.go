@@ -32,6 +32,9 @@ const (
 	// batchAnswerWait bounds a batch's commit when no member's context
 	// has a deadline.
 	batchAnswerWait = 30 * time.Second
+	// holdMax bounds how long a queue too short to batch is held for an
+	// append under way to finish.
+	holdMax = 2 * time.Millisecond
 )
 
 // combiner is a group commit for one log's appends. While fewer than
@@ -39,7 +42,9 @@ const (
 // would without a combiner. Past that, appends queue, and one batch is in
 // flight at a time: the appends queued when it went out, as one
 // nats-server atomic batch. Those that arrive meanwhile wait and go out
-// together next, so under load they share a batch's fsyncs.
+// together next, so under load they share a batch's fsyncs. A queue too
+// short to batch waits a little while appends sent alone are still under
+// way (hold), for the ones behind it to join.
 // Each record keeps its own op id (Nats-Msg-Id) and expected last subject
 // sequence, so a batch the broker takes stores exactly what the same
 // appends sent alone would have. A batch is all or nothing: when the
@@ -50,9 +55,13 @@ type combiner struct {
 	stream string
 	// active counts the appends inside Log.Publish on this log.
 	active atomic.Int64
-	// The batches the broker took, refused and left unanswered (for
-	// tests and benches).
-	batches, refused, lost atomic.Int64
+	// The batches the broker took, refused and left unanswered, and the
+	// records in those it took (for tests and benches).
+	batches, refused, lost, records atomic.Int64
+
+	// left is kicked whenever an append leaves Log.Publish: a flusher
+	// holding a short queue looks at it again.
+	left chan struct{}
 
 	mu      sync.Mutex
 	queue   []*queuedAppend
@@ -86,13 +95,20 @@ type combined struct {
 }
 
 func newCombiner(nc *nats.Conn, stream string) *combiner {
-	return &combiner{nc: nc, stream: stream}
+	return &combiner{nc: nc, stream: stream, left: make(chan struct{}, 1)}
 }
 
 // enter counts an append under way and says whether it should be queued
 // for a batch; leave must follow.
 func (c *combiner) enter() bool { return c.active.Add(1) >= combineAt }
-func (c *combiner) leave()      { c.active.Add(-1) }
+
+func (c *combiner) leave() {
+	c.active.Add(-1)
+	select {
+	case c.left <- struct{}{}:
+	default:
+	}
+}
 
 // append queues one record for the next send and waits for its answer.
 func (c *combiner) append(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) combined {
@@ -139,8 +155,17 @@ func (c *combiner) drop(q *queuedAppend) {
 // flush sends what is queued, one send at a time, until the queue is
 // empty.
 func (c *combiner) flush() {
+	var held time.Time
 	for {
 		c.mu.Lock()
+		if c.hold(&held) {
+			c.mu.Unlock()
+			select {
+			case <-c.left:
+			case <-time.After(time.Until(held.Add(holdMax))):
+			}
+			continue
+		}
 		batch := c.take()
 		if len(batch) == 0 {
 			c.running = false
@@ -154,6 +179,30 @@ func (c *combiner) flush() {
 		}
 		c.send(batch)
 	}
+}
+
+// hold says whether a queue too short to batch waits for more, rather
+// than going out alone at once: while other appends are under way on the
+// log (sent alone, each taking one fsync of the broker's in turn), for at
+// most holdMax since it began to wait (held). Sent alone at once, such a
+// queue kept the appends arriving behind it going out one by one: at 64
+// writers on one node nearly every append was a single, and the log took
+// one fsync per record. Held, the appends that arrive while those under
+// way finish join it, and the next send is a batch. The caller holds mu.
+func (c *combiner) hold(held *time.Time) bool {
+	n := len(c.queue)
+	if n == 0 || n >= batchMin || c.active.Load() <= int64(n) {
+		*held = time.Time{}
+		return false
+	}
+	if held.IsZero() {
+		*held = time.Now()
+	}
+	if time.Since(*held) >= holdMax {
+		*held = time.Time{} // let go: the next short queue waits afresh
+		return false
+	}
+	return true
 }
 
 // alone hands every member back to be sent alone.
@@ -208,6 +257,7 @@ func (c *combiner) send(batch []*queuedAppend) {
 	}
 	if err == nil {
 		c.batches.Add(1)
+		c.records.Add(int64(len(batch)))
 	}
 }
 

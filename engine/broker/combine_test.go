@@ -116,7 +116,7 @@ func TestCombinedAppendsLandOnceAtTheirAnswers(t *testing.T) {
 	if err != nil || info.LastSeq != writers*per {
 		t.Fatalf("the log holds %d records, want %d (%v)", info.LastSeq, writers*per, err)
 	}
-	t.Logf("%d appends in %d batches", writers*per, r.log.Batches().Taken)
+	t.Logf("%d appends, %d of them in %d batches", writers*per, r.log.Batches().Records, r.log.Batches().Taken)
 }
 
 // checkEachAtItsSequence wants every answer applied at a sequence that

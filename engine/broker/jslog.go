@@ -87,7 +87,7 @@ func (l *Log) SetSingleAppends() { l.comb = nil }
 // BatchCounts are what became of the atomic batches a log's appends were
 // combined into: taken, refused whole (each member then sent alone), or
 // left unanswered (each member's answer lost).
-type BatchCounts struct{ Taken, Refused, Lost int64 }
+type BatchCounts struct{ Taken, Refused, Lost, Records int64 }
 
 // Batches counts this log's batches (all 0 when its stream does not allow
 // them).
@@ -95,7 +95,7 @@ func (l *Log) Batches() BatchCounts {
 	if l.comb == nil {
 		return BatchCounts{}
 	}
-	return BatchCounts{Taken: l.comb.batches.Load(), Refused: l.comb.refused.Load(), Lost: l.comb.lost.Load()}
+	return BatchCounts{Taken: l.comb.batches.Load(), Refused: l.comb.refused.Load(), Lost: l.comb.lost.Load(), Records: l.comb.records.Load()}
 }
 
 // Stream is the stream's name.

@@ -302,6 +302,8 @@ func benchCreates(b *testing.B, conc int, single bool) {
 	b.ReportMetric(total/el.Seconds(), "creates/s")
 	b.ReportMetric(total/bareEl.Seconds(), "bare_publishes/s")
 	b.ReportMetric(float64(n.Log(engine.DomainTracker).Batches().Taken), "batches")
+	b.ReportMetric(float64(n.Log(engine.DomainTracker).Batches().Refused), "refused")
+	b.ReportMetric(float64(n.Log(engine.DomainTracker).Batches().Records), "batched")
 	b.ReportMetric(bareEl.Seconds()/el.Seconds(), "ratio")
 	b.ReportMetric(float64(outcomes[string(engine.CodeConflict)]), "conflicts")
 	b.ReportMetric(float64(outcomes[string(engine.Applied)]), "applied")
