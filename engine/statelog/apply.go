@@ -180,6 +180,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	// What an earlier try of this batch noted never committed.
 	r.observers.reset()
 	r.landed.reset()
+	r.answers.reset()
 	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
@@ -260,6 +261,7 @@ func (r *Replica) storeCheckpoint(ctx context.Context, tx *sql.Tx, cp Checkpoint
 func (r *Replica) afterCommit(ctx context.Context, gated []gatedLine) {
 	// Before the checkpoint is told to the waiting writes.
 	r.landed.commit()
+	r.answers.commit()
 	if r.gateChanged.Swap(false) {
 		if err := r.loadEvicted(ctx); err != nil {
 			r.log.Warn("statelog_node_gate_unread", engine.LogErr, err.Error())
@@ -376,11 +378,12 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	*rows++ // the record's own rows, at the least
+	at := Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound}
 	if apply, ok := frameworkApply[rec.Kind]; ok {
 		if err := apply(r, ctx, tx, rec, d.Seq); err != nil {
 			return false, nil, err
 		}
-	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound}); err != nil {
+	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, at); err != nil {
 		return false, nil, err
 	}
 	if err := r.audit(ctx, tx, rec, d.Seq, d.Time); err != nil {
@@ -392,11 +395,23 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 			return false, nil, err
 		}
 		r.landed.note(d.Seq, rec.OpID)
+		r.readAnswer(ctx, tx, rec, at)
 	}
 	if !isFramework(rec.Kind) {
 		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)
 	}
 	return false, nil, nil
+}
+
+// readAnswer reads, for a write of this node waiting on rec, its answer
+// (Answerer), kept for it once the transaction commits.
+func (r *Replica) readAnswer(ctx context.Context, tx *sql.Tx, rec *record.Record, at Applying) {
+	if r.answerer == nil || !r.answers.awaited(rec.OpID) {
+		return
+	}
+	if v, err := r.answerer.Answer(ctx, tx, rec, at); err == nil && v != nil {
+		r.answers.note(rec.OpID, at.Seq, v)
+	}
 }
 
 // scopeKnown reports whether an undecodable record's scope could be read.

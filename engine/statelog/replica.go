@@ -154,6 +154,10 @@ type Replica struct {
 	observers observers
 	// landed notes the newest operations applied, for the writes waiting.
 	landed landedNotes
+	// answerer is the domain where it reads its writes' answers in the
+	// apply (nil otherwise); answers holds them for the writes waiting.
+	answerer Answerer
+	answers  answerRows
 
 	// floor is the log's published trim floor as the heartbeat last read
 	// it (see floor.go). belowFloor says the trim removed records this
@@ -231,6 +235,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		stmts:   sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()
+	r.answerer, _ = cfg.Domain.(Answerer)
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
 	r.gates = append(r.gates, cfg.Gates...)

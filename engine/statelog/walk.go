@@ -47,6 +47,8 @@ type WalkStep struct {
 	Outcome  engine.Outcome
 	Position string
 	Seq      uint64
+	// Answer is the step's Written.Answer.
+	Answer any
 }
 
 // Waiter waits for this node to apply a sequence (*Replica): a walk
@@ -87,7 +89,7 @@ func (w *Walk) Step(ctx context.Context, r Waiter, verb, object, label string, w
 // first record that is the whole write where nothing follows it.
 func (w *Walk) Record(ctx context.Context, r Waiter, op Op, verb, object, label string, write StepWrite) (bool, error) {
 	wr, err := write(ctx, op)
-	st := WalkStep{Verb: verb, Object: object, Label: label, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position, Seq: wr.Seq}
+	st := WalkStep{Verb: verb, Object: object, Label: label, OpID: op.ID.String(), Outcome: wr.Outcome, Position: wr.Position, Seq: wr.Seq, Answer: wr.Answer}
 	if err != nil {
 		st.Outcome = ""
 		w.Steps = append(w.Steps, st)

@@ -43,6 +43,9 @@ type Written struct {
 	Seq       uint64
 	Replayed  bool
 	Unvouched bool
+	// Answer is what the applier read for this write right after its
+	// record (Answerer), nil where it read nothing.
+	Answer any
 }
 
 // Op is the operation a write runs under: its id, the digest of the
@@ -113,6 +116,10 @@ func (r *Replica) write(ctx context.Context, op Op, decide Decide) (Written, err
 		if err := r.waitFor(ctx, own, "this node's own last write on "+r.stream); err != nil {
 			return out, err
 		}
+	}
+	if r.answerer != nil {
+		r.answers.await(opID)
+		defer r.answers.done(opID)
 	}
 	return r.rounds(ctx, op, out, decide)
 }
@@ -515,6 +522,7 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		// This node's applier wrote the op's ledger row at seq, and it
 		// committed: what the ledger would answer.
 		out.Outcome = engine.Applied
+		out.Answer = r.answers.take(out.OpID, seq)
 		return out, nil
 	}
 	e, ok, err := ledger.Lookup(ctx, r.stmts, out.OpID)

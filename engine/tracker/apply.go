@@ -24,10 +24,24 @@ var (
 	_ statelog.Domain        = Domain{}
 	_ statelog.GatedDomain   = Domain{}
 	_ statelog.DerivedDomain = Domain{}
+	_ statelog.Answerer      = Domain{}
 )
 
 // Name is "tracker".
 func (Domain) Name() engine.Domain { return engine.DomainTracker }
+
+// Answer is the item a create or an update of this node answers with, as
+// the rows stand right after its record (statelog.Answerer).
+func (Domain) Answer(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) (any, error) {
+	if rec.Kind != KindCreateWorkItem && rec.Kind != KindUpdateWorkItem {
+		return nil, nil
+	}
+	id := itemOfSubject(rec.Subject)
+	if id == "" {
+		return nil, nil
+	}
+	return scanLoadedItem(at.QueryRow(ctx, tx, loadItemByIDQuery, id))
+}
 
 // Schema is the tracker's tables.
 func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema }

@@ -84,6 +84,13 @@ func (w *walk) finish(ctx context.Context, id string, err error) (ItemWrite, err
 		return out, err
 	}
 	if out.Outcome == engine.Applied && id != "" {
+		if steps := w.wk.Steps; len(steps) == 1 {
+			// One record: what the applier read right after it is the answer.
+			if it, ok := appliedItem(steps[0].Answer, id); ok {
+				out.Item = &it
+				return out, nil
+			}
+		}
 		if it, rerr := w.s.readItemByID(ctx, id); rerr == nil {
 			out.Item = &it
 		} else if !errors.Is(rerr, sql.ErrNoRows) {

@@ -222,6 +222,10 @@ func (s *Service) itemAnswer(ctx context.Context, wr statelog.Written, err error
 	if err != nil || wr.Outcome != engine.Applied || id == "" {
 		return out, err
 	}
+	if it, ok := appliedItem(wr.Answer, id); ok {
+		out.Item = &it
+		return out, nil
+	}
 	it, rerr := s.readItemByID(ctx, id)
 	if rerr == nil {
 		out.Item = &it
@@ -294,12 +298,24 @@ func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem
 
 // loadItemBy reads one item by query (by id or by key) and arg.
 func (s *Service) loadItemBy(ctx context.Context, tx *sql.Tx, query, arg string) (WorkItem, error) {
+	return scanLoadedItem(s.replica.QueryRow(ctx, tx, query, arg))
+}
+
+// scanLoadedItem scans one row of loadItemQuery.
+func scanLoadedItem(row *sql.Row) (WorkItem, error) {
 	var x itemScan
-	if err := s.replica.QueryRow(ctx, tx, query, arg).Scan(x.appendDest(make([]any, 0, itemDests))...); err != nil {
+	if err := row.Scan(x.appendDest(make([]any, 0, itemDests))...); err != nil {
 		return x.it, err
 	}
 	it, _, err := x.item()
 	return it, err
+}
+
+// appliedItem is the item the applier read for a write right after its
+// record (statelog.Answerer), where it read item id.
+func appliedItem(answer any, id string) (WorkItem, bool) {
+	it, ok := answer.(WorkItem)
+	return it, ok && id != "" && it.ID == id
 }
 
 // itemScan is a row of loadItemQuery's columns as scanned.

@@ -1,0 +1,44 @@
+package tracker_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// TestWriteAnswersWithTheApplierRead: a create and an update answer with
+// the item the applier read right after their records, not a read of
+// their own, and that item is the one a linearizable get then returns.
+func TestWriteAnswersWithTheApplierRead(t *testing.T) {
+	r := newRig(t, time.Now())
+	ctx := context.Background()
+	r.project("ENG")
+	rep := r.n.Replica(engine.DomainTracker)
+	before := rep.AnswersFromApply()
+	created, err := r.svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "made"})
+	if err != nil || created.Outcome != engine.Applied || created.Item == nil {
+		t.Fatalf("create: %+v %v", created, err)
+	}
+	title, status := "changed", "in_progress"
+	updated, err := r.svc.UpdateWorkItem(ctx, engine.WriteOptions{}, created.Item.Key, 0, tracker.ItemPatch{Title: &title, Status: &status, AddTags: []string{"x"}})
+	if err != nil || updated.Outcome != engine.Applied || updated.Item == nil {
+		t.Fatalf("update: %+v %v", updated, err)
+	}
+	if got := rep.AnswersFromApply() - before; got != 2 {
+		t.Fatalf("%d of 2 writes answered with the applier's read", got)
+	}
+	got, err := r.svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, created.Item.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*updated.Item, got.Item) {
+		t.Fatalf("the update answered\n%+v\nand a get reads\n%+v", *updated.Item, got.Item)
+	}
+	if updated.Item.Title != title || updated.Item.Status != status || len(updated.Item.Tags) != 1 || created.Item.Title != "made" {
+		t.Fatalf("answers: created %+v, updated %+v", created.Item, updated.Item)
+	}
+}
