@@ -41,4 +41,19 @@ func TestWriteAnswersWithTheApplierRead(t *testing.T) {
 	if updated.Item.Title != title || updated.Item.Status != status || len(updated.Item.Tags) != 1 || created.Item.Title != "made" {
 		t.Fatalf("answers: created %+v, updated %+v", created.Item, updated.Item)
 	}
+	// A retry under the same id is answered from the ledger, without a
+	// decision: still with the item.
+	again := r.op("update", created.Item.Key)
+	first, err := r.svc.UpdateWorkItem(ctx, again, created.Item.Key, 0, tracker.ItemPatch{Title: &title})
+	if err != nil || first.Outcome != engine.Applied {
+		t.Fatalf("update under an id: %+v %v", first, err)
+	}
+	retry, err := r.svc.UpdateWorkItem(ctx, again, created.Item.Key, 0, tracker.ItemPatch{Title: &title})
+	if err != nil || retry.Outcome != engine.Applied || retry.Item == nil || retry.Item.Key != created.Item.Key {
+		t.Fatalf("retry: %+v %v", retry, err)
+	}
+	// A key nobody filed: not_found, decided at the log's end.
+	if _, err := r.svc.UpdateWorkItem(ctx, engine.WriteOptions{}, "ENG-99", 0, tracker.ItemPatch{Title: &title}); engine.CodeOf(err) != engine.CodeNotFound {
+		t.Fatalf("update of ENG-99: %v, want not_found", err)
+	}
 }

@@ -152,10 +152,16 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 		return ItemWrite{WriteResult: engine.WriteResult{OpID: w.OpID}}, err
 	}
 	// The other ends are named before anything is written, so the mirror
-	// steps of a re-run are the same as the first run's.
-	id, err := s.lookup(ctx, key)
-	if err != nil {
-		return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+	// steps of a re-run are the same as the first run's. A patch naming
+	// no other item has its key resolved inside the decision's own
+	// snapshot instead, a read transaction fewer (each starts cold under
+	// writes); a key unknown there is looked for again at the log's end
+	// all the same, as the decision's refusals are.
+	id := ""
+	if namesOtherItems(p) {
+		if id, err = s.lookup(ctx, key); err != nil {
+			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
+		}
 	}
 	rp, err := s.resolvePatch(ctx, key, id, p)
 	if err != nil {
@@ -164,6 +170,12 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	adds, removes := rp.adds, rp.removes
 	wk := s.newWalk(op)
 	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		if !namesOtherItems(p) {
+			var err error
+			if id, err = s.resolve(ctx, tx, key); err != nil {
+				return nil, err
+			}
+		}
 		return s.decideUpdate(ctx, tx, key, id, ifMatch, p, rp)
 	})
 	if !ok || len(adds)+len(removes) == 0 {
@@ -178,9 +190,20 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 			// The authored edges nobody can vouch for get no mirror.
 			return wk.answer(), nil
 		}
+		if id == "" {
+			// Answered from the ledger without a decision: the item's id
+			// for the answer's item (none where the key is gone).
+			id, _ = s.lookup(ctx, key)
+		}
 		return wk.finish(ctx, id, nil)
 	}
 	return s.mirrorsOn(ctx, wk, id, adds, removes)
+}
+
+// namesOtherItems says whether a patch names items other than its own:
+// edges or a parent.
+func namesOtherItems(p ItemPatch) bool {
+	return len(p.AddEdges)+len(p.RemoveEdges) > 0 || p.Parent != nil
 }
 
 // resolvedPatch is a patch's other ends by id: the edges to add and to
