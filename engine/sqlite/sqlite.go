@@ -84,7 +84,15 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 // failing, and the line still drains in order.
 func BeginWrite(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 	for attempt := 1; ; attempt++ {
-		tx, err := db.BeginTx(ctx, nil)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// The transaction is its owner's to end (every caller rolls back
+		// what it does not commit), not ctx's: a write transaction bound
+		// to a context that can end costs a goroutine for it and one more
+		// for every result set read inside it (see point). Its statements
+		// still stop when their own contexts end.
+		tx, err := db.BeginTx(point(ctx), nil)
 		if err == nil || !IsBusy(err) || ctx.Err() != nil {
 			return tx, err
 		}
@@ -251,6 +259,10 @@ func (c Cached) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext runs query in the transaction.
 func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx = point(ctx)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -259,11 +271,27 @@ func (c Cached) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryRowContext runs a one-row query in the transaction.
 func (c Cached) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if ctx.Err() != nil {
+		return c.Tx.QueryRowContext(ctx, query, args...) // answers the context's error
+	}
+	ctx = point(ctx)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return c.Tx.QueryRowContext(ctx, query, args...)
 }
+
+// point is ctx without its cancellation, for a statement of a handful of
+// page reads or writes (Cached's Exec and QueryRow): checked before it
+// starts, never interrupted once it runs. Given a context that can end,
+// the driver watches it for the statement's span from a goroutine of its
+// own (and database/sql another for each result set); under load those
+// were most of the Go scheduler's run queue (90 runnable at 64 writers on
+// three nodes), and the goroutines reading the broker's acknowledgements
+// waited behind them. A statement that can run long (a search, a list)
+// keeps its context (QueryContext), and so does a transaction, whose
+// wait for a connection the caller's deadline bounds.
+func point(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // QueryContext runs a query of many rows in the transaction.
 func (c Cached) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

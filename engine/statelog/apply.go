@@ -175,6 +175,10 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	defer tx.Rollback()
+	// A batch runs to its commit once begun: its statements are short,
+	// and watching the applier's context for each of them cost two
+	// goroutines a statement (sqlite.point).
+	ctx = context.WithoutCancel(ctx)
 	r.bound = sqlite.NewBound(tx)
 	defer func() { r.bound = nil }()
 	// What an earlier try of this batch noted never committed.
