@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +25,12 @@ import (
 // instead of failing the test, so several can boot at once: a clustered
 // node's boot waits for a majority of its peers.
 func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, error) {
+	return spawnServeUntil(t, bin, dataDir, nil, extra...)
+}
+
+// spawnServeUntil is spawnServe that gives up, stopping the child, once
+// abort is closed.
+func spawnServeUntil(t testing.TB, bin, dataDir string, abort <-chan struct{}, extra ...string) (*Serve, error) {
 	args := append([]string{"serve", "--data", dataDir, "--http", "127.0.0.1:0", "--log-format", "json"}, extra...)
 	cmd := exec.Command(bin, args...)
 	s := &Serve{Cmd: cmd, DataDir: dataDir, Stderr: &SyncBuffer{}, done: make(chan struct{})}
@@ -42,6 +49,7 @@ func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, err
 		s.Kill(t)
 	})
 	found := make(chan []string, 1)
+	taken := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -50,10 +58,22 @@ func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, err
 				found <- m
 				break
 			}
+			if strings.Contains(sc.Text(), "address already in use") {
+				select {
+				case taken <- sc.Text():
+				default:
+				}
+			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
 	select {
+	case line := <-taken:
+		s.Kill(t)
+		return nil, fmt.Errorf("%w: %s", errPortTaken, line)
+	case <-abort:
+		s.Kill(t)
+		return nil, errAborted
 	case m := <-found:
 		s.URL = m[1]
 		s.BaseURL = strings.TrimSuffix(m[1], "/operator/mcp")
@@ -70,6 +90,14 @@ func spawnServe(t testing.TB, bin, dataDir string, extra ...string) (*Serve, err
 	s.Token = strings.TrimSpace(string(tok))
 	return s, nil
 }
+
+// errPortTaken is a child whose listener found its port taken: FreePort
+// only knows the ports were free a moment ago, and a second suite running
+// at once may take one before the child binds it.
+var errPortTaken = errors.New("a port the child was given was taken before it could listen")
+
+// errAborted is a child stopped because another of its fleet failed.
+var errAborted = errors.New("stopped: another child of the fleet failed to start")
 
 type childFleet struct {
 	bin     string
@@ -95,6 +123,22 @@ func startChildFleet(t *testing.T) *childFleet {
 // startChildFleetWith is startChildFleet with stream lines added to
 // every node's config (two-space indented YAML under stream:).
 func startChildFleetWith(t *testing.T, stream string) *childFleet {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		f, err := tryChildFleet(t, stream)
+		if err == nil {
+			return f
+		}
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("child fleet, attempt %d: %v; again on other ports", attempt, err)
+	}
+}
+
+// tryChildFleet boots a child fleet on fresh ports, or stops what it
+// started and says why not.
+func tryChildFleet(t *testing.T, stream string) (*childFleet, error) {
 	t.Helper()
 	f := &childFleet{bin: BuildBinary(t)}
 	root := t.TempDir()
@@ -127,21 +171,38 @@ func startChildFleetWith(t *testing.T, stream string) *childFleet {
 	}
 	f.serves = make([]*Serve, 3)
 	errs := make([]error, 3)
+	// A child whose port was taken stops the others at once: without it
+	// they wait out their whole boot for a majority that never comes.
+	abort := make(chan struct{})
+	var abortOnce sync.Once
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			f.serves[i], errs[i] = spawnServe(t, f.bin, f.dirs[i], "--config", f.configs[i])
+			f.serves[i], errs[i] = spawnServeUntil(t, f.bin, f.dirs[i], abort, "--config", f.configs[i])
+			if errors.Is(errs[i], errPortTaken) {
+				abortOnce.Do(func() { close(abort) })
+			}
 		}(i)
 	}
 	wg.Wait()
+	failed := -1
 	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("n%d: %v", i+1, err)
+		// The cause first, rather than a sibling stopped for it.
+		if err != nil && (failed < 0 || errors.Is(err, errPortTaken)) {
+			failed = i
 		}
 	}
-	return f
+	if failed < 0 {
+		return f, nil
+	}
+	for _, sv := range f.serves {
+		if sv != nil {
+			sv.Kill(t)
+		}
+	}
+	return nil, fmt.Errorf("n%d: %w", failed+1, errs[failed])
 }
 
 func (f *childFleet) restart(t *testing.T, i int) {
