@@ -289,8 +289,10 @@ func (c Cached) QueryRowContext(ctx context.Context, query string, args ...any) 
 // were most of the Go scheduler's run queue (90 runnable at 64 writers on
 // three nodes), and the goroutines reading the broker's acknowledgements
 // waited behind them. A statement that can run long (a search, a list)
-// keeps its context (QueryContext), and so does a transaction, whose
-// wait for a connection the caller's deadline bounds.
+// keeps its context (QueryContext), and so does a read transaction, whose
+// wait for a connection the caller's deadline bounds (BeginRead). A
+// write transaction does not (BeginWrite): it is checked before each
+// try, and its wait for the lock is bounded by the busy timeout.
 func point(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // QueryContext runs a query of many rows in the transaction.
