@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -15,14 +14,7 @@ import (
 // owner's to end: the end of the context it was begun with does not roll
 // it back, so what the owner commits is committed.
 func TestPointStatementsAndWriteTransactions(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openWithTable(t)
 	ended, end := context.WithCancel(context.Background())
 	end()
 	if tx, err := sqlite.BeginWrite(ended, db); !errors.Is(err, context.Canceled) || tx != nil {

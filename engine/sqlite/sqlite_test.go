@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -17,14 +18,7 @@ import (
 // by the concurrency-64 benchmark as 10 s stalls of every write); each
 // must get its statement and run it.
 func TestStatementsWithEveryConnectionHeld(t *testing.T) {
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openWithTable(t)
 	if _, err := db.Exec(`INSERT INTO t VALUES (1, 'one')`); err != nil {
 		t.Fatal(err)
 	}
@@ -90,4 +84,19 @@ func TestStatementsWithEveryConnectionHeld(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// openWithTable opens a fresh database, closed when the test ends, with
+// an empty table t (k INTEGER PRIMARY KEY, v TEXT).
+func openWithTable(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
