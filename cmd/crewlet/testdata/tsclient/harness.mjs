@@ -52,6 +52,39 @@ function texts(result) {
   return (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text);
 }
 
+// transientRefusal is a refusal that says to come back after a while
+// (behind, no_quorum, broker_unreachable: a node catching up, a broker
+// electing), with its hint and the op_id a write refused so carries.
+const transient = new Set(["behind", "no_quorum", "broker_unreachable"]);
+function transientRefusal(result) {
+  if (!result.isError) return undefined;
+  try {
+    const r = JSON.parse(texts(result)[0] ?? "");
+    if (transient.has(r.refused) && typeof r.retry_after_seconds === "number") {
+      return { after: r.retry_after_seconds, opID: r.op_id };
+    }
+  } catch {
+    // Not a refusal's JSON: nothing to come back for.
+  }
+  return undefined;
+}
+
+// callSettled calls a step's tool and, where the step wants ok, calls it
+// again after the hint while it is refused for a while, for up to a
+// minute, as a client does: under load a node may be behind its own last
+// write for longer than the read budget. A write comes back under the
+// op_id its refusal named, so it is never written twice.
+async function callSettled(client, step, args) {
+  let result = await client.callTool({ name: step.tool, arguments: args });
+  const deadline = Date.now() + 60_000;
+  for (let t = transientRefusal(result); step.expect === "ok" && t !== undefined && Date.now() < deadline; t = transientRefusal(result)) {
+    await new Promise((done) => setTimeout(done, Math.max(t.after, 0.05) * 1000));
+    const again = t.opID !== undefined && args.op_id === undefined ? { ...args, op_id: t.opID } : args;
+    result = await client.callTool({ name: step.tool, arguments: again });
+  }
+  return result;
+}
+
 // check returns "" when the result is what the step expects, else why not.
 function check(step, result, vars) {
   const text = texts(result);
@@ -106,7 +139,7 @@ try {
     const r = { i, tool: step.tool, expect: step.expect, pass: false, detail: "" };
     try {
       const args = expand(step.args ?? {}, vars);
-      const result = await client.callTool({ name: step.tool, arguments: args });
+      const result = await callSettled(client, step, args);
       r.detail = check(step, result, vars);
       r.pass = r.detail === "";
     } catch (e) {
