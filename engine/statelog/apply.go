@@ -46,14 +46,9 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 		case <-ctx.Done():
 			return
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case d := <-c:
-				batch = append(batch, d)
-			default:
-				break fill
-			}
+		batch = fill(batch, c)
+		if !last && !due {
+			batch = r.gather(ctx, batch, c)
 		}
 		if !last && !due && r.pass(cp, &held, batch) {
 			continue

@@ -158,6 +158,10 @@ type Replica struct {
 	// apply (nil otherwise); answers holds them for the writes waiting.
 	answerer Answerer
 	answers  answerRows
+	// appends counts this node's write appends under way; gatherer is
+	// the applier's wait for the records they bring (gather.go).
+	appends  appendsUnderWay
+	gatherer gatherer
 
 	// floor is the log's published trim floor as the heartbeat last read
 	// it (see floor.go). belowFloor says the trim removed records this
@@ -232,6 +236,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		log:     cfg.Logger.With(engine.LogComponent, engine.ComponentStatelog, engine.LogDomain, string(cfg.Domain.Name())),
 		done:    make(chan struct{}),
 		closing: make(chan struct{}),
+		appends: newAppendsUnderWay(),
 		stmts:   sqlite.NewStatements(cfg.DB),
 	}
 	r.progress.init()

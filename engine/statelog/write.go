@@ -204,6 +204,8 @@ func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byt
 			return PubAck{}, err
 		}
 	}
+	r.appends.begin()
+	defer r.appends.end()
 	return r.cfg.Log.Publish(pctx, prop.Subject, data, op.ID.String(), &anchor)
 }
 
