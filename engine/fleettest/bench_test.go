@@ -18,6 +18,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -354,6 +355,14 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		_, err := c.Node(w%c.Size()).Broker().JS.Publish(pctx, fmt.Sprintf("bare.%d", w), []byte("x"))
 		return err == nil
 	})
+	batches := func() (n, d uint64) {
+		for i := range c.Size() {
+			bn, bd := c.Node(i).Tracker().Replica().(*statelog.Replica).ApplyBatches()
+			n, d = n+bn, d+bd
+		}
+		return n, d
+	}
+	n0, d0 := batches()
 	applied, other := run(func(w int) bool {
 		title := fmt.Sprint(w)
 		// Bounded: a write that never answers is counted, not waited for.
@@ -363,8 +372,10 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		return err == nil && r.Outcome == engine.Applied
 	})
 	b.StopTimer()
+	n1, d1 := batches()
 	b.ReportMetric(bare, "bare-publishes/s")
 	b.ReportMetric(applied, "applied-writes/s")
+	b.ReportMetric(float64(d1-d0)/float64(max(1, n1-n0)), "records/apply")
 	b.ReportMetric(applied/bare, "ratio-to-bare")
 	b.ReportMetric(float64(other), "not-applied")
 }

@@ -66,6 +66,8 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 			start += n
 		}
 		if len(batch) > 0 {
+			r.gatherer.batches.Add(1)
+			r.gatherer.records.Add(uint64(len(batch)))
 			r.cfg.Metrics.BatchApplied(time.Since(began))
 			progress.after(r.log, r.stream, cp.Seq, time.Now())
 		}
