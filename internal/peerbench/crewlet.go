@@ -72,7 +72,12 @@ func (c *Crewlet) client(ctx context.Context, worker int) (*client.Client, error
 		return cl, nil
 	}
 	url := strings.TrimSuffix(c.BaseURLs[worker%len(c.BaseURLs)], "/") + "/operator/mcp"
-	cl, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.Token}))
+	// The MCP sessions share the benchmark's HTTP client, which keeps
+	// a connection per worker alive as rqlite's does: mcp-go's own default
+	// keeps two idle connections per host, so 64 workers would open and
+	// close a TCP connection for most calls.
+	cl, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + c.Token}),
+		transport.WithHTTPBasicClient(c.http))
 	if err != nil {
 		return nil, err
 	}
