@@ -54,15 +54,22 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Record writes the row for an applied operation inside the apply
-// transaction. A second copy of the same op (a redelivery, or an append the
-// duplicate window missed) keeps the first row: the first copy's position
-// is the answer for ever.
-func Record(ctx context.Context, tx Execer, e Entry) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO statelog_ledger(op_id, domain, subject, object, generation, seq, digest, applied_at)
+// Record writes the row for an operation inside the transaction that
+// applies it, and reports whether it is the first: a second copy of the
+// same op (a redelivery, or an append the duplicate window missed) keeps
+// the first row (the first copy's position is the answer for ever), and
+// is applied nowhere. One statement both asks and writes, so the applier
+// records an operation before applying it; a transaction that fails
+// takes the row back with the rows it covers.
+func Record(ctx context.Context, tx Execer, e Entry) (first bool, _ error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO statelog_ledger(op_id, domain, subject, object, generation, seq, digest, applied_at)
 		VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(op_id) DO NOTHING`,
 		e.OpID, e.Domain, e.Subject, e.Object, e.Generation, e.Seq, e.Digest, e.AppliedAt.UnixMilli())
-	return err
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // Lookup returns the row of an operation, ok false when the ledger holds none.

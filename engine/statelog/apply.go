@@ -372,10 +372,10 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if rec.OpID != "" {
 		// A second copy of an operation (appended after the duplicate
 		// window) applies nothing: the first copy's effects are the op's.
-		if _, dup, err := ledger.Lookup(ctx, q, rec.OpID); err != nil {
+		first, err := ledger.Record(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
+			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()})
+		if err != nil || !first {
 			return false, nil, err
-		} else if dup {
-			return false, nil, nil
 		}
 	}
 	*rows++ // the record's own rows, at the least
@@ -391,10 +391,6 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		return false, nil, err
 	}
 	if rec.OpID != "" {
-		if err := ledger.Record(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
-			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()}); err != nil {
-			return false, nil, err
-		}
 		r.landed.note(d.Seq, rec.OpID)
 		r.readAnswer(ctx, tx, rec, at)
 	}

@@ -142,6 +142,9 @@ type Replica struct {
 	// evicted says this node stands evicted on this log: its reads and
 	// writes refuse evicted.
 	evicted atomic.Bool
+	// evictions says statelog_evictions may hold a row of this domain
+	// (see evictionGate).
+	evictions atomic.Bool
 	// gateChanged says a batch applied a node-gate record: the evicted
 	// standing is read again once it commits.
 	gateChanged atomic.Bool
@@ -244,7 +247,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
 	r.gates = append(r.gates, cfg.Gates...)
-	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name()})
+	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name(), some: &r.evictions})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
 		r.gates = append(r.gates, gd.Gates()...)
 	}
