@@ -2,7 +2,10 @@
 // applies that domain's ordered log into the replicated database (a batch
 // is one transaction of rows, ledger rows, arbitration anchors and the
 // checkpoint; a batch of nothing but barriers rides the next one,
-// passed.go; acknowledgements to the broker are spaced, acks.go), runs the
+// passed.go; a small batch waits a moment for the records this node's own
+// appends are bringing, gather.go; acknowledgements to the broker are
+// spaced, acks.go; a write's answer is read in its record's apply,
+// answers.go), runs the
 // write path (decide against local rows, a refusal
 // from them settled at the log's end, publish with the op id and the
 // subject's anchor, wait for this node's own apply) and the read path

@@ -157,8 +157,8 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	// snapshot instead, a read transaction fewer (each starts cold under
 	// writes); a key unknown there is looked for again at the log's end
 	// all the same, as the decision's refusals are.
-	id := ""
-	if namesOtherItems(p) {
+	id, inDecision := "", !namesOtherItems(p)
+	if !inDecision {
 		if id, err = s.lookup(ctx, key); err != nil {
 			return ItemWrite{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, err
 		}
@@ -170,7 +170,7 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	adds, removes := rp.adds, rp.removes
 	wk := s.newWalk(op)
 	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		if !namesOtherItems(p) {
+		if inDecision {
 			var err error
 			if id, err = s.resolve(ctx, tx, key); err != nil {
 				return nil, err
