@@ -1,7 +1,9 @@
 package tracker
 
 import (
+	"cmp"
 	"database/sql"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,9 +17,10 @@ import (
 // statelog.ReadObjectRow). getWorkItemTx answers the same in a read
 // transaction; TestGetWorkItemOneStatement holds the two equal.
 
-// commentsJSON is an item's newest MaxReadComments comments, oldest
-// first, as a JSON array of objects (commentJSON), over the item row i.
-var commentsJSON = `(SELECT json_group_array(json_object('i', id, 'v', version, 'a', author, 'b', body, 't', at) ORDER BY id) FROM (
+// commentsJSON is an item's newest MaxReadComments comments as a JSON
+// array of objects (commentJSON), over the item row i, in no promised
+// order: scanItemRead puts them oldest first.
+var commentsJSON = `(SELECT json_group_array(json_object('i', id, 'v', version, 'a', author, 'b', body, 't', at)) FROM (
 	SELECT c.seq AS id, coalesce(v.version, c.seq) AS version, c.author AS author, c.body AS body, c.at AS at
 	FROM tracker_comments c LEFT JOIN tracker_comment_versions v ON v.item = c.item AND v.seq = c.seq
 	WHERE c.item = i.id ORDER BY c.seq DESC LIMIT ` + strconv.Itoa(MaxReadComments) + `))`
@@ -52,6 +55,10 @@ func scanItemRead(row *sql.Row, seen *uint64) (ItemRead, error) {
 	if len(sets.Comments) > 0 {
 		out.Comments = make([]Comment, 0, len(sets.Comments))
 	}
+	// Oldest first, put in order here: an ORDER BY inside the aggregate
+	// made SQLite open and close a temporary b-tree (and its pager) on
+	// every read, item without comments included.
+	slices.SortFunc(sets.Comments, func(a, b commentJSON) int { return cmp.Compare(a.ID, b.ID) })
 	for _, c := range sets.Comments {
 		out.Comments = append(out.Comments, Comment{ID: c.ID, Version: c.Version, Author: c.Author, Body: c.Body, At: time.Unix(0, c.At).UTC()})
 	}
