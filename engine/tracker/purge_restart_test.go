@@ -1,0 +1,52 @@
+package tracker_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/tracker"
+)
+
+// A node back on its file still drops the records about a task it purged
+// before it stopped: the deletion gate reads the purge markers its rows
+// hold, not only the purges it sees apply. The first record after the
+// restart is one about the purged task, published by a stale writer.
+func TestPurgeGateHoldsAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r := newRig(t, time.Now(), node.Config{DataDir: dir})
+	r.project("ENG")
+	r.item("ENG", "to purge", "")
+	victim := idOf(t, r, "ENG-1")
+	if pr, err := r.svc.PurgeWorkItem(ctx, r.op("purge", "ENG-1"), "ENG-1"); err != nil || pr.Outcome != engine.Applied {
+		t.Fatalf("purge: %+v %v", pr, err)
+	}
+	r.n.Close()
+
+	r2 := newRig(t, time.Now(), node.Config{DataDir: dir})
+	payload, _ := json.Marshal(map[string]any{"id": victim, "title": "resurrected"})
+	stale := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, OpID: r2.op("update", "ENG-1").OpID, Writer: "n9", Generation: 1,
+		Subject: "crewlet.tracker.item." + victim, Scope: []string{"item:" + victim}, Payload: payload}
+	data, err := record.Encode(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := r2.n.Log(engine.DomainTracker).Publish(ctx, stale.Subject, data, stale.OpID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r2.svc.Replica().WaitApplied(wctx, ack.Seq); err != nil {
+		t.Fatal(err)
+	}
+	gate, writer, ok, err := r2.n.Replica(engine.DomainTracker).GatedAt(ctx, ack.Seq)
+	if err != nil || !ok || gate != tracker.GateDeleted || writer != "n9" {
+		t.Fatalf("the stale record at %d after the restart: gated=%v gate=%q writer=%q err=%v, want held by %s", ack.Seq, ok, gate, writer, err, tracker.GateDeleted)
+	}
+}
