@@ -2,13 +2,11 @@ package tracker_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -29,24 +27,15 @@ func TestPurgeGateHoldsAfterRestart(t *testing.T) {
 	r.n.Close()
 
 	r2 := newRig(t, time.Now(), node.Config{DataDir: dir})
-	payload, _ := json.Marshal(map[string]any{"id": victim, "title": "resurrected"})
-	stale := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, OpID: r2.op("update", "ENG-1").OpID, Writer: "n9", Generation: 1,
-		Subject: "crewlet.tracker.item." + victim, Scope: []string{"item:" + victim}, Payload: payload}
-	data, err := record.Encode(stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := r2.n.Log(engine.DomainTracker).Publish(ctx, stale.Subject, data, stale.OpID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := publishStale(t, r2, tracker.KindUpdateWorkItem, r2.op("update", "ENG-1").OpID, victim, []string{"item:" + victim},
+		map[string]any{"id": victim, "title": "resurrected"})
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r2.svc.Replica().WaitApplied(wctx, ack.Seq); err != nil {
+	if err := r2.svc.Replica().WaitApplied(wctx, seq); err != nil {
 		t.Fatal(err)
 	}
-	gate, writer, ok, err := r2.n.Replica(engine.DomainTracker).GatedAt(ctx, ack.Seq)
+	gate, writer, ok, err := r2.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
 	if err != nil || !ok || gate != tracker.GateDeleted || writer != "n9" {
-		t.Fatalf("the stale record at %d after the restart: gated=%v gate=%q writer=%q err=%v, want held by %s", ack.Seq, ok, gate, writer, err, tracker.GateDeleted)
+		t.Fatalf("the stale record at %d after the restart: gated=%v gate=%q writer=%q err=%v, want held by %s", seq, ok, gate, writer, err, tracker.GateDeleted)
 	}
 }

@@ -32,6 +32,25 @@ func rowCount(t *testing.T, r *rig, q string, args ...any) int {
 	return n
 }
 
+// publishStale puts a record about the task id straight on the tracker's
+// log, as a writer (n9) that never saw what this node's rows hold would,
+// and returns its sequence.
+func publishStale(t *testing.T, r *rig, kind, opID, id string, scope []string, payload any) uint64 {
+	t.Helper()
+	body, _ := json.Marshal(payload)
+	rec := &record.Record{Kind: kind, Version: 1, OpID: opID, Writer: "n9", Generation: 1,
+		Subject: "crewlet.tracker.item." + id, Scope: scope, Payload: body}
+	data, err := record.Encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := r.n.Log(engine.DomainTracker).Publish(context.Background(), rec.Subject, data, rec.OpID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Seq
+}
+
 // TestPurgeGatesEveryLaterRecord: a purge destroys the task, rewrites what
 // pointed at it, and every later record about it applies nowhere — a write
 // through the service is refused deleted, and a record a stale writer
@@ -74,35 +93,21 @@ func TestPurgeGatesEveryLaterRecord(t *testing.T) {
 		t.Fatalf("update of a purged task: %v, want deleted", err)
 	}
 	// A stale writer that never saw the purge publishes its record anyway.
-	payload, _ := json.Marshal(map[string]any{"id": victim, "title": "resurrected"})
-	stale := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, OpID: r.op("update", "ENG-2").OpID, Writer: "n9", Generation: 1,
-		Subject: "crewlet.tracker.item." + victim, Scope: []string{"item:" + victim}, Payload: payload}
-	data, err := record.Encode(stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := r.n.Log(engine.DomainTracker).Publish(ctx, stale.Subject, data, stale.OpID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publishStale(t, r, tracker.KindUpdateWorkItem, r.op("update", "ENG-2").OpID, victim, []string{"item:" + victim},
+		map[string]any{"id": victim, "title": "resurrected"})
 	// And one about another task that names the purged one in its scope.
-	mirror, _ := json.Marshal(map[string]any{"id": idOf(t, r, "ENG-5"), "add": []map[string]string{{"kind": "blocks", "other": victim}}})
-	stale2 := &record.Record{Kind: tracker.KindMirrorEdges, Version: 1, OpID: r.op("mirror", "x").OpID, Writer: "n9", Generation: 1,
-		Subject: "crewlet.tracker.item." + idOf(t, r, "ENG-5"), Scope: []string{"item:" + idOf(t, r, "ENG-5"), "item:" + victim}, Payload: mirror}
-	data2, _ := record.Encode(stale2)
-	ack2, err := r.n.Log(engine.DomainTracker).Publish(ctx, stale2.Subject, data2, stale2.OpID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := idOf(t, r, "ENG-5")
+	ack2 := publishStale(t, r, tracker.KindMirrorEdges, r.op("mirror", "x").OpID, other, []string{"item:" + other, "item:" + victim},
+		map[string]any{"id": other, "add": []map[string]string{{"kind": "blocks", "other": victim}}})
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r.svc.Replica().WaitApplied(wctx, ack2.Seq); err != nil {
+	if err := r.svc.Replica().WaitApplied(wctx, ack2); err != nil {
 		t.Fatal(err)
 	}
 	if n := rowCount(t, r, `SELECT count(*) FROM tracker_items WHERE id = ?`, victim); n != 0 {
 		t.Fatal("a record published after the purge resurrected the task")
 	}
-	for _, seq := range []uint64{ack.Seq, ack2.Seq} {
+	for _, seq := range []uint64{ack, ack2} {
 		gate, writer, ok, err := r.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
 		if err != nil || !ok || gate != "deleted" || writer != "n9" {
 			t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v", seq, ok, gate, writer, err)
