@@ -14,6 +14,8 @@ const state = {
   seen: {},
   positions: '',
   rendering: false,
+  // again: a render was asked for while one was under way (render).
+  again: false,
   // samples: each node and domain's applied seq at the last reading of
   // the retention answer, for the drain rate between two readings.
   samples: {},
@@ -323,24 +325,37 @@ function route() {
   }
 }
 
+// render shows the view the address names. One render runs at a time; a
+// render asked for meanwhile (a navigation, the two-second watch) runs
+// once the one under way ends, and a view whose address changed while it
+// was read is not shown: dropping the later ask lost a search submitted
+// while the watch was rendering, and showed the view left behind.
 async function render() {
-  if (!state.token || state.rendering) return;
+  if (!state.token) return;
+  if (state.rendering) { state.again = true; return; }
   state.rendering = true;
-  const [nav, view] = route();
-  for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.id === 'nav-' + nav);
-  const main = document.getElementById('main');
-  let kids;
   try {
-    kids = await view();
-  } catch (err) {
-    kids = [refusal(err)];
+    do {
+      state.again = false;
+      const hash = location.hash;
+      const [nav, view] = route();
+      for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.id === 'nav-' + nav);
+      let kids;
+      try {
+        kids = await view();
+      } catch (err) {
+        kids = [refusal(err)];
+      }
+      if (!state.token) return;
+      if (location.hash !== hash) { state.again = true; continue; }
+      const main = document.getElementById('main');
+      const focused = document.activeElement && document.activeElement.name;
+      main.replaceChildren(...kids.flat().filter(Boolean));
+      if (focused) { const el = main.querySelector('[name="' + focused + '"]'); if (el) el.focus(); }
+    } while (state.again);
   } finally {
     state.rendering = false;
   }
-  if (!state.token) return;
-  const focused = document.activeElement && document.activeElement.name;
-  main.replaceChildren(...kids.flat().filter(Boolean));
-  if (focused) { const el = main.querySelector('[name="' + focused + '"]'); if (el) el.focus(); }
 }
 
 // watch reads this node's positions every two seconds and renders the
