@@ -5,7 +5,8 @@
 // passed.go; a small batch waits a moment for the records this node's own
 // appends are bringing, gather.go; acknowledgements to the broker are
 // spaced, acks.go; a write's answer is read in its record's apply,
-// answers.go), runs the
+// answers.go; each wait for the checkpoint is woken when it reaches the
+// waiter's sequence, progress.go), runs the
 // write path (decide against local rows, a refusal
 // from them settled at the log's end, publish with the op id and the
 // subject's anchor, wait for this node's own apply) and the read path

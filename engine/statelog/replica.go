@@ -242,7 +242,6 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		appends: newAppendsUnderWay(),
 		stmts:   sqlite.NewStatements(cfg.DB),
 	}
-	r.progress.init()
 	r.answerer, _ = cfg.Domain.(Answerer)
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
@@ -524,48 +523,6 @@ func (r *Replica) Close() {
 	}
 	r.cancel()
 	<-r.done
-}
-
-// progress is the committed checkpoint, with a channel closed and replaced
-// on every advance so waiters need no polling.
-type progress struct {
-	mu      sync.Mutex
-	seq     uint64
-	applied uint64
-	ch      chan struct{}
-}
-
-func (p *progress) init() { p.ch = make(chan struct{}) }
-
-func (p *progress) set(seq, applied uint64) {
-	p.mu.Lock()
-	p.seq, p.applied = seq, applied
-	close(p.ch)
-	p.ch = make(chan struct{})
-	p.mu.Unlock()
-}
-
-func (p *progress) get() (uint64, uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seq, p.applied
-}
-
-func (p *progress) wait(ctx context.Context, seq uint64) error {
-	for {
-		p.mu.Lock()
-		if p.seq >= seq {
-			p.mu.Unlock()
-			return nil
-		}
-		ch := p.ch
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // drainRate is this node's measured apply rate in records a second, an
