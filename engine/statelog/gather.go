@@ -58,10 +58,8 @@ type gatherer struct {
 	// wait is gatherFor (a test sets another).
 	wait  time.Duration
 	timer *time.Timer
-	// waits counts the batches that waited; batches and records count
-	// the batches applied and the deliveries they carried (benchmarks
-	// report records per transaction).
-	waits, batches, records atomic.Uint64
+	// waits counts the batches that waited, for tests.
+	waits atomic.Uint64
 }
 
 // gather lets a small batch wait for the records this node's appends
@@ -123,9 +121,3 @@ func fill(batch []Delivery, c <-chan Delivery) []Delivery {
 
 // GatheredBatches counts the apply batches that waited for more records.
 func (r *Replica) GatheredBatches() uint64 { return r.gatherer.waits.Load() }
-
-// ApplyBatches counts the batches the applier applied and the deliveries
-// they carried.
-func (r *Replica) ApplyBatches() (batches, deliveries uint64) {
-	return r.gatherer.batches.Load(), r.gatherer.records.Load()
-}

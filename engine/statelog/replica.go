@@ -142,6 +142,9 @@ type Replica struct {
 	// evicted says this node stands evicted on this log: its reads and
 	// writes refuse evicted.
 	evicted atomic.Bool
+	// batches and delivered count the batches the applier applied and
+	// the deliveries they carried (ApplyBatches).
+	batches, delivered atomic.Uint64
 	// evictions says statelog_evictions may hold a row of this domain
 	// (see evictionGate).
 	evictions atomic.Bool
