@@ -32,6 +32,8 @@ type Node struct {
 	lock   *os.File
 	broker *broker.Embedded
 	db     *sql.DB
+	// checkpoints copies db's WAL back into the file off the commit path.
+	checkpoints *sqlite.Checkpointer
 	// domains are the domains this node runs, in the order it was given
 	// them (Config.Domains): each one's spec, log, replica and service.
 	domains []*domain
@@ -100,6 +102,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	sqlite.SetLogger(n.db, cfg.Logger)
+	n.checkpoints = sqlite.StartCheckpointer(n.db, sqlite.CheckpointEvery)
 	if err := n.openReplicas(ctx); err != nil {
 		return n, err
 	}
@@ -385,6 +388,7 @@ func (n *Node) close() error {
 	if n.broker != nil {
 		n.broker.Close()
 	}
+	n.checkpoints.Stop()
 	if n.db != nil {
 		sqlite.SetLogger(n.db, nil)
 		errs = append(errs, n.db.Close())

@@ -2,7 +2,8 @@
 // the modernc driver, WAL, every write transaction BEGIN IMMEDIATE (so no
 // commit elsewhere can abort an apply between its read and its write),
 // read transactions deferred, and hot statements prepared once per
-// connection without ever waiting for a second connection while holding one.
+// connection without ever waiting for a second connection while holding one;
+// a Checkpointer copies the WAL back into the database off the commit path.
 package sqlite
 
 import (
@@ -52,6 +53,9 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// The inline checkpoint's threshold: a backstop where a Checkpointer
+	// runs (checkpoint.go), SQLite's own checkpointing where none does.
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
 	// Reads map the file instead of copying each page through a pread
 	// into a 2 MB per-connection cache: a ranked search at 100 000 items
 	// touches far more pages than that, and the copies were a fifth of its

@@ -1,0 +1,82 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// In WAL mode SQLite copies the WAL back into the database file (a
+// checkpoint) inside the commit that finds the WAL past
+// wal_autocheckpoint pages: that commit copies every page and fsyncs the
+// database before it returns. On a node that commit is the applier's, and
+// every write waiting for its record waits for the copy too: at one
+// writer it came every hundred-odd writes and set the applied write's
+// p99. A Checkpointer does the copy off the commit path, as a PASSIVE
+// checkpoint (one that neither waits for nor blocks a reader or the
+// writer) every CheckpointEvery; the inline checkpoint stays, at
+// walBackstopPages, for a WAL that grows faster than the Checkpointer
+// drains it.
+const (
+	// CheckpointEvery is how often a Checkpointer checkpoints: about as
+	// often as the inline checkpoint ran at one writer (every 1 000
+	// pages), so the database file is not fsynced more often than before.
+	CheckpointEvery = 200 * time.Millisecond
+	// walBackstopPages is wal_autocheckpoint: the WAL size (4 KB pages,
+	// so 16 MB) past which a commit checkpoints inline after all.
+	walBackstopPages = 4000
+)
+
+// Checkpointer checkpoints one database in the background until Stop.
+type Checkpointer struct {
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	// runs counts the checkpoints that completed without an error.
+	runs atomic.Uint64
+}
+
+// StartCheckpointer checkpoints db every interval until Stop, which must
+// come before db is closed.
+func StartCheckpointer(db *sql.DB, every time.Duration) *Checkpointer {
+	c := &Checkpointer{stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-c.stop
+		cancel() // ends a checkpoint under way: it is only a copy, taken up again later
+	}()
+	go c.run(ctx, db, every)
+	return c
+}
+
+func (c *Checkpointer) run(ctx context.Context, db *sql.DB, every time.Duration) {
+	defer close(c.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		// A failed checkpoint costs nothing but the copy: the next tick,
+		// or the inline backstop, makes it.
+		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err == nil {
+			c.runs.Add(1)
+		}
+	}
+}
+
+// Runs counts the checkpoints made so far.
+func (c *Checkpointer) Runs() uint64 { return c.runs.Load() }
+
+// Stop ends the checkpoints and returns once none is under way.
+func (c *Checkpointer) Stop() {
+	if c == nil {
+		return
+	}
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.done
+}
