@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -328,10 +329,14 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		Storage: jetstream.FileStorage, Replicas: 3}); err != nil {
 		b.Fatal(err)
 	}
-	run := func(op func(w int) bool) (perSec float64, failed int64) {
+	// run also says the CPU the process used per operation, and how many
+	// cores' worth it kept busy: the three nodes share this machine's
+	// cores with their brokers, so a rate taken with them saturated is
+	// the CPU each write costs three nodes, not their latency.
+	run := func(op func(w int) bool) (perSec float64, failed int64, cpuPerOp time.Duration, cores float64) {
 		var next, ok, other atomic.Int64
 		var wg sync.WaitGroup
-		t0 := time.Now()
+		t0, c0 := time.Now(), enginetest.CPUTime()
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func(w int) {
@@ -346,10 +351,11 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 			}(w)
 		}
 		wg.Wait()
-		return float64(ok.Load()) / time.Since(t0).Seconds(), other.Load()
+		wall, cpu := time.Since(t0), enginetest.CPUTime()-c0
+		return float64(ok.Load()) / wall.Seconds(), other.Load(), cpu / time.Duration(max(1, ok.Load())), cpu.Seconds() / wall.Seconds()
 	}
 	b.ResetTimer()
-	bare, _ := run(func(w int) bool {
+	bare, _, bareCPU, _ := run(func(w int) bool {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := c.Node(w%c.Size()).Broker().JS.Publish(pctx, fmt.Sprintf("bare.%d", w), []byte("x"))
@@ -363,7 +369,7 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		return n, d
 	}
 	n0, d0 := batches()
-	applied, other := run(func(w int) bool {
+	applied, other, writeCPU, cores := run(func(w int) bool {
 		title := fmt.Sprint(w)
 		// Bounded: a write that never answers is counted, not waited for.
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -378,4 +384,7 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 	b.ReportMetric(float64(d1-d0)/float64(max(1, n1-n0)), "records/apply")
 	b.ReportMetric(applied/bare, "ratio-to-bare")
 	b.ReportMetric(float64(other), "not-applied")
+	b.ReportMetric(float64(bareCPU.Microseconds()), "bare-cpu-µs/publish")
+	b.ReportMetric(float64(writeCPU.Microseconds()), "cpu-µs/write")
+	b.ReportMetric(cores, "cores-busy")
 }
