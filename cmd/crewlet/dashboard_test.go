@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -92,6 +93,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	if info := b.text(`.readinfo[data-level="linearizable"]`); !strings.Contains(info, "lag 0 records") {
 		t.Errorf("a linearizable read's info = %q, want lag 0 records", info)
 	}
+	b.typing(func() {
+		Call(t, c, "create_work_item", map[string]any{"project": "ENG", "title": "Moves the positions"})
+	})
 	takeBackup(t, s)
 	b.views(pageID)
 	b.progress(s)
@@ -145,15 +149,30 @@ func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// text is the visible text of the first element sel matches, once one
+// does. It is read in one evaluation in the page: the watch may redraw
+// the view at any moment, and a node found by one call to the browser
+// and read by the next could be gone by then ("No node with given id
+// found").
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+	expr := `(() => { const el = document.querySelector(` + strconv.Quote(sel) + `); return el ? [el.innerText] : []; })()`
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr))
+		if err != nil {
+			b.t.Fatalf("text of %s: %v", sel, err)
+		}
+		if len(got) == 1 {
+			return got[0]
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("text of %s: no element matched within %v", sel, callTimeout)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return v
 }
 
 func (b *browser) eval(expr string) chromedp.Action[chromedp.Void] {
@@ -204,6 +223,32 @@ func (b *browser) logIn(s *Serve) {
 	if info := b.text(`.readinfo[data-level="stale"]`); !strings.Contains(info, "level: stale") || !strings.Contains(info, "lag ") {
 		b.t.Errorf("the board's read info = %q, want its level and lag", info)
 	}
+}
+
+// typing types into the search box, has write() move the node's
+// positions so the watch redraws the view, and sees what was typed still
+// in the box, with the caret, once the box is a new one; then goes back to
+// the board.
+func (b *browser) typing(write func()) {
+	b.run("type a search", chromedp.Click(css(`#nav-search`)), chromedp.WaitVisible(css(`input[name="q"]`)),
+		chromedp.SendKeys(css(`input[name="q"]`), "dash"),
+		// A mark on this box, which a redrawn view's box does not carry.
+		b.eval(`document.querySelector('input[name="q"]').dataset.mark = 'typed'`))
+	write()
+	b.run("see the view redrawn", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](`document.querySelector('input[name="q"]') !== null && document.querySelector('input[name="q"]').dataset.mark === undefined`)(ctx, tg)
+		return err
+	}))
+	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
+	defer cancel()
+	kept, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const q = document.querySelector('input[name="q"]'); return q.value + '|' + (document.activeElement === q) + '|' + q.selectionStart; })()`))
+	if err != nil {
+		b.t.Fatalf("read the search box: %v", err)
+	}
+	if kept != "dash|true|4" {
+		b.t.Errorf("after a redraw the search box (value|focused|caret) = %q, want what was typed, focused, the caret at its end: \"dash|true|4\"", kept)
+	}
+	b.run("back to the board", chromedp.Click(css(`#nav-board`)), chromedp.WaitVisible(css(`a.card[data-key="ENG-1"]`)))
 }
 
 // views opens the item, the knowledge base and a page, search, and

@@ -13,6 +13,8 @@ const state = {
   // a session read asks for (min_position).
   seen: {},
   positions: '',
+  // shown: the address of the view on the page (render).
+  shown: '',
   rendering: false,
   // again: a render was asked for while one was under way (render).
   again: false,
@@ -349,13 +351,36 @@ async function render() {
       if (!state.token) return;
       if (location.hash !== hash) { state.again = true; continue; }
       const main = document.getElementById('main');
-      const focused = document.activeElement && document.activeElement.name;
+      const typed = typedIn(main, state.shown === hash);
       main.replaceChildren(...kids.flat().filter(Boolean));
-      if (focused) { const el = main.querySelector('[name="' + focused + '"]'); if (el) el.focus(); }
+      state.shown = hash;
+      typed.restore(main);
     } while (state.again);
   } finally {
     state.rendering = false;
   }
+}
+
+// typedIn keeps which field of the view has the caret and, where the
+// same view is rendered again (sameView: the watch redraws it whenever a
+// position moves), what its fields hold, so what was typed and not yet
+// submitted stays: redrawn from its address alone, a search box was
+// emptied under the hands of whoever was typing in it.
+function typedIn(main, sameView) {
+  const values = {};
+  if (sameView) for (const el of main.querySelectorAll('input[name]')) values[el.name] = el.value;
+  const f = document.activeElement;
+  const focused = f && main.contains(f) && f.name ? { name: f.name, start: f.selectionStart, end: f.selectionEnd } : null;
+  return {
+    restore(into) {
+      for (const el of into.querySelectorAll('input[name]')) if (el.name in values) el.value = values[el.name];
+      if (!focused) return;
+      const el = into.querySelector('[name="' + focused.name + '"]');
+      if (!el) return;
+      el.focus();
+      if (focused.start !== null && el.setSelectionRange) el.setSelectionRange(focused.start, focused.end);
+    },
+  };
 }
 
 // watch reads this node's positions every two seconds and renders the
