@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -150,29 +149,20 @@ func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // text is the visible text of the first element sel matches, once one
-// does. It is read in one evaluation in the page: the watch may redraw
-// the view at any moment, and a node found by one call to the browser
-// and read by the next could be gone by then ("No node with given id
-// found").
+// does. It is read in the page in the same evaluation that finds the
+// element: the watch may redraw the view at any moment, and a node found
+// by one call to the browser and read by the next could be gone by then
+// ("No node with given id found").
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, callTimeout)
 	defer cancel()
-	expr := `(() => { const el = document.querySelector(` + strconv.Quote(sel) + `); return el ? [el.innerText] : []; })()`
-	for {
-		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr))
-		if err != nil {
-			b.t.Fatalf("text of %s: %v", sel, err)
-		}
-		if len(got) == 1 {
-			return got[0]
-		}
-		select {
-		case <-ctx.Done():
-			b.t.Fatalf("text of %s: no element matched within %v", sel, callTimeout)
-		case <-time.After(50 * time.Millisecond):
-		}
+	// An array, so an element with no text is found all the same.
+	got, err := chromedp.Run(ctx, chromedp.Poll[[]string](`(() => { const el = document.querySelector(`+strconv.Quote(sel)+`); return el ? [el.innerText] : null; })()`))
+	if err != nil || len(got) != 1 {
+		b.t.Fatalf("text of %s: %v %v", sel, got, err)
 	}
+	return got[0]
 }
 
 func (b *browser) eval(expr string) chromedp.Action[chromedp.Void] {

@@ -2,7 +2,8 @@
 // temporary data directory with its embedded broker and SQLite file, a
 // log recorder that captures slog lines, a clock moved by hand, CheckFor,
 // the last write on a log (barriers aside) and a wait for a pending write
-// to land. Tests only.
+// to land; and for benchmarks, the bare loops they are held against,
+// latency percentiles and the process's CPU time (CPUTime). Tests only.
 package enginetest
 
 import (

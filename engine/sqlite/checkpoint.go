@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -20,9 +19,10 @@ import (
 // walBackstopPages, for a WAL that grows faster than the Checkpointer
 // drains it.
 const (
-	// CheckpointEvery is how often a Checkpointer checkpoints: about as
-	// often as the inline checkpoint ran at one writer (every 1 000
-	// pages), so the database file is not fsynced more often than before.
+	// CheckpointEvery is how often a Checkpointer checkpoints. Each
+	// checkpoint fsyncs the database file, on the disk the broker fsyncs
+	// every append to: at one writer, every 50 ms left the applied write's
+	// p99 higher than every 200 ms did.
 	CheckpointEvery = 200 * time.Millisecond
 	// walBackstopPages is wal_autocheckpoint: the WAL size (4 KB pages,
 	// so 16 MB) past which a commit checkpoints inline after all.
@@ -31,9 +31,10 @@ const (
 
 // Checkpointer checkpoints one database in the background until Stop.
 type Checkpointer struct {
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	// stop ends the loop, and a checkpoint under way (it is only a copy,
+	// taken up again by the next one).
+	stop context.CancelFunc
+	done chan struct{}
 	// runs counts the checkpoints that completed without an error.
 	runs atomic.Uint64
 }
@@ -41,12 +42,8 @@ type Checkpointer struct {
 // StartCheckpointer checkpoints db every interval until Stop, which must
 // come before db is closed.
 func StartCheckpointer(db *sql.DB, every time.Duration) *Checkpointer {
-	c := &Checkpointer{stop: make(chan struct{}), done: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-c.stop
-		cancel() // ends a checkpoint under way: it is only a copy, taken up again later
-	}()
+	ctx, stop := context.WithCancel(context.Background())
+	c := &Checkpointer{stop: stop, done: make(chan struct{})}
 	go c.run(ctx, db, every)
 	return c
 }
@@ -57,7 +54,7 @@ func (c *Checkpointer) run(ctx context.Context, db *sql.DB, every time.Duration)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -72,11 +69,12 @@ func (c *Checkpointer) run(ctx context.Context, db *sql.DB, every time.Duration)
 // Runs counts the checkpoints made so far.
 func (c *Checkpointer) Runs() uint64 { return c.runs.Load() }
 
-// Stop ends the checkpoints and returns once none is under way.
+// Stop ends the checkpoints and returns once none is under way; a second
+// Stop returns at once.
 func (c *Checkpointer) Stop() {
 	if c == nil {
 		return
 	}
-	c.stopOnce.Do(func() { close(c.stop) })
+	c.stop()
 	<-c.done
 }

@@ -29,13 +29,5 @@ func TestPurgeGateHoldsAfterRestart(t *testing.T) {
 	r2 := newRig(t, time.Now(), node.Config{DataDir: dir})
 	seq := publishStale(t, r2, tracker.KindUpdateWorkItem, r2.op("update", "ENG-1").OpID, victim, []string{"item:" + victim},
 		map[string]any{"id": victim, "title": "resurrected"})
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r2.svc.Replica().WaitApplied(wctx, seq); err != nil {
-		t.Fatal(err)
-	}
-	gate, writer, ok, err := r2.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
-	if err != nil || !ok || gate != tracker.GateDeleted || writer != "n9" {
-		t.Fatalf("the stale record at %d after the restart: gated=%v gate=%q writer=%q err=%v, want held by %s", seq, ok, gate, writer, err, tracker.GateDeleted)
-	}
+	heldByDeletedGate(t, r2, seq)
 }

@@ -51,6 +51,20 @@ func publishStale(t *testing.T, r *rig, kind, opID, id string, scope []string, p
 	return ack.Seq
 }
 
+// heldByDeletedGate waits until the record at seq is applied and checks
+// that the deletion gate held it, the stale writer (n9) named.
+func heldByDeletedGate(t *testing.T, r *rig, seq uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := r.svc.Replica().WaitApplied(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	gate, writer, ok, err := r.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
+	if err != nil || !ok || gate != tracker.GateDeleted || writer != "n9" {
+		t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v, want held by %s for n9", seq, ok, gate, writer, err, tracker.GateDeleted)
+	}
+}
+
 // TestPurgeGatesEveryLaterRecord: a purge destroys the task, rewrites what
 // pointed at it, and every later record about it applies nowhere — a write
 // through the service is refused deleted, and a record a stale writer
@@ -99,19 +113,11 @@ func TestPurgeGatesEveryLaterRecord(t *testing.T) {
 	other := idOf(t, r, "ENG-5")
 	ack2 := publishStale(t, r, tracker.KindMirrorEdges, r.op("mirror", "x").OpID, other, []string{"item:" + other, "item:" + victim},
 		map[string]any{"id": other, "add": []map[string]string{{"kind": "blocks", "other": victim}}})
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.svc.Replica().WaitApplied(wctx, ack2); err != nil {
-		t.Fatal(err)
+	for _, seq := range []uint64{ack, ack2} {
+		heldByDeletedGate(t, r, seq)
 	}
 	if n := rowCount(t, r, `SELECT count(*) FROM tracker_items WHERE id = ?`, victim); n != 0 {
 		t.Fatal("a record published after the purge resurrected the task")
-	}
-	for _, seq := range []uint64{ack, ack2} {
-		gate, writer, ok, err := r.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
-		if err != nil || !ok || gate != "deleted" || writer != "n9" {
-			t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v", seq, ok, gate, writer, err)
-		}
 	}
 	lines := rec.Lines(engine.EvRecordGated)
 	if len(lines) != 2 || lines[0].Attrs["gate"] != "deleted" {
