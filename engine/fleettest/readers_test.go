@@ -168,12 +168,15 @@ func checkOwnReaders(ctx context.Context, t *testing.T, c *fleettest.Cluster, re
 // that missed and was cut short — and names the peer.
 func misplaceReader(ctx context.Context, t *testing.T, c *fleettest.Cluster, end uint64) string {
 	t.Helper()
-	s, err := c.Node(0).Broker().JS.Stream(ctx, c.Node(0).Log(engine.DomainTracker).Stream())
-	if err != nil {
-		t.Fatal(err)
-	}
 	peer := ""
+	// The stream is looked up inside the retries too: n2 may have been
+	// the meta leader, and until another is elected the lookup goes
+	// unanswered (it failed a CI run so, "context deadline exceeded").
 	enginetest.CheckFor(t, time.Minute, 50*time.Millisecond, func() error {
+		s, err := c.Node(0).Broker().JS.Stream(ctx, c.Node(0).Log(engine.DomainTracker).Stream())
+		if err != nil {
+			return err
+		}
 		if err := s.DeleteConsumer(ctx, broker.ConsumerName("n2")); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return err
 		}
