@@ -275,7 +275,7 @@ func TestServeFilesOwnerOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{".", "crewlet-replicated.db", "crewlet-replicated.db-wal", "crewlet-replicated.db-shm", token.FileName, "stream", filepath.Join("stream", "jetstream")} {
+	for _, want := range []string{".", "crewlet-replicated.db", "crewlet-replicated.db-wal", token.FileName, "stream", filepath.Join("stream", "jetstream")} {
 		if !seen[want] {
 			t.Errorf("no %s in the data directory (saw %d entries)", want, len(seen))
 		}

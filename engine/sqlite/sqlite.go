@@ -37,10 +37,9 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// SQLite creates a database 0644 less the umask, and its -wal and
-	// -shm with the database's own mode: created owner-only here first,
-	// all three are, whatever the process's umask. An empty file is an
-	// empty database.
+	// SQLite creates a database 0644 less the umask, and its -wal with
+	// the database's own mode: created owner-only here first, both are,
+	// whatever the process's umask. An empty file is an empty database.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		err = f.Close()
@@ -62,6 +61,15 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	// CPU (syscalls). Past the mapped size SQLite reads as before.
 	q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", MmapBytes))
 	q.Set("_txlock", "immediate")
+	// unix-excl: the process holds the database file exclusively and
+	// keeps the WAL index in its own memory rather than in a -shm file
+	// every connection maps. Each transaction's locks on that index are
+	// then a mutex rather than an fcntl call: two system calls a read
+	// (taking a read mark and letting it go), which were a tenth of the
+	// CPU of the coalesced linearizable reads. No other process may open
+	// the database while a node has it, which the data directory's lock
+	// already says; this process's connections share the index as ever.
+	q.Set("vfs", "unix-excl")
 	db, err := sql.Open("sqlite", "file:"+abs+"?"+q.Encode())
 	if err != nil {
 		return nil, err
