@@ -55,3 +55,47 @@ func TestBenchCommand(t *testing.T) {
 		t.Error("--rounds 0 was accepted")
 	}
 }
+
+// TestBenchCommandFleet runs `crewlet bench --replicas 3`: it starts three
+// nodes of one fleet on loopback (it says so, naming three addresses), and
+// every stale read — the workers spread over the three — finds the row the
+// set-up wrote through the first, which only nodes of one fleet can do
+// (the set-up itself reads it at linearizable on each). Flags that would
+// size nothing are refused.
+func TestBenchCommandFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-node fleet")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "write,read_stale", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("crewlet bench --replicas 3: %v\n%s", err, stderr.String())
+	}
+	said := ""
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(l, "crewlet: ") {
+			said = l
+		}
+	}
+	if !strings.HasPrefix(said, "crewlet: 3 nodes on loopback, logs at 3 replica(s): ") || strings.Count(said, "http://127.0.0.1:") != 3 {
+		t.Errorf("the bench said %q, want three nodes named", said)
+	}
+	var figs []peerbench.Figure
+	if err := json.Unmarshal(stdout.Bytes(), &figs); err != nil {
+		t.Fatalf("bench --json printed %q: %v", stdout.String(), err)
+	}
+	if len(figs) != 4 {
+		t.Fatalf("bench printed %d figures, want 4: %+v", len(figs), figs)
+	}
+	for _, f := range figs {
+		if f.Ok == 0 || (strings.HasPrefix(f.Workload, "read_stale") && f.Failed > 0) {
+			t.Errorf("%s: %d done, %d failed, first: %s", f.Workload, f.Ok, f.Failed, f.FirstErr)
+		}
+	}
+	for _, args := range [][]string{{"--replicas", "0"}, {"--replicas", "6"}, {"--replicas", "3", "--node", "http://127.0.0.1:1"}} {
+		if err := exec.Command(BuildBinary(t), append([]string{"bench"}, args...)...).Run(); err == nil {
+			t.Errorf("bench %v was accepted", args)
+		}
+	}
+}

@@ -50,16 +50,21 @@ func (c *Crewlet) Setup(ctx context.Context) error {
 	if _, err := call(ctx, cl, "create_project", map[string]any{"key": c.project(), "name": "Benchmark"}); err != nil && !strings.Contains(err.Error(), "already_exists") {
 		return err
 	}
-	if _, err := c.get(ctx, 0, "/api/v1/work-items/"+c.project()+"-1?read_level=linearizable"); err == nil {
-		return nil // a run before this one filed it
+	row := "/api/v1/work-items/" + c.project() + "-1?read_level=linearizable"
+	if _, err := c.get(ctx, 0, row); err != nil { // else a run before this one filed it
+		if _, err = call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": "the row the reads read"}); err != nil {
+			return err
+		}
 	}
-	if _, err = call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": "the row the reads read"}); err != nil {
-		return err
+	// A linearizable read on every node waits for the item's apply there,
+	// so the stale reads that follow find it whichever node they ask
+	// (worker i asks node i modulo the fleet's size).
+	for i := range c.BaseURLs {
+		if _, err := c.get(ctx, i, row); err != nil {
+			return err
+		}
 	}
-	// A linearizable read waits for the item's apply, so the stale reads
-	// that follow find it.
-	_, err = c.get(ctx, 0, "/api/v1/work-items/"+c.project()+"-1?read_level=linearizable")
-	return err
+	return nil
 }
 
 // client is worker's MCP session, started on first use against the
