@@ -3,11 +3,13 @@ package peerbench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -58,10 +60,25 @@ func (c *Crewlet) Setup(ctx context.Context) error {
 	}
 	// A linearizable read on every node waits for the item's apply there,
 	// so the stale reads that follow find it whichever node they ask
-	// (worker i asks node i modulo the fleet's size).
+	// (worker i asks node i modulo the fleet's size). A fleet that has
+	// just started may refuse one while its groups elect their leaders:
+	// such a refusal is asked again for up to the two minutes a boot waits
+	// for its broker; a 4xx (a wrong token) ends the set-up at once.
+	deadline := time.Now().Add(2 * time.Minute)
 	for i := range c.BaseURLs {
-		if _, err := c.get(ctx, i, row); err != nil {
-			return err
+		for {
+			_, err := c.get(ctx, i, row)
+			if err == nil {
+				break
+			}
+			if !passing(err) || ctx.Err() != nil || time.Now().After(deadline) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
 		}
 	}
 	return nil
@@ -142,9 +159,25 @@ func (c *Crewlet) get(ctx context.Context, worker int, path string) ([]byte, err
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+		return nil, &statusError{code: resp.StatusCode, msg: fmt.Sprintf("GET %s: %s: %.200s", path, resp.Status, body)}
 	}
 	return body, nil
+}
+
+// statusError is an answer other than 200.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// passing says err may pass by itself: the node could not be reached, or
+// answered 5xx (a refusal such as no_quorum or behind while a fleet that
+// has just started elects its leaders), not a 4xx such as a wrong token.
+func passing(err error) bool {
+	var se *statusError
+	return !errors.As(err, &se) || se.code >= 500
 }
 
 // Close ends every MCP session.
