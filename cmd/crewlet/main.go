@@ -62,7 +62,7 @@ func main() {
 		stop()
 	}()
 	// Everything a node creates is its own: the replicated database and
-	// its -wal/-shm, the broker's store tree, the data directory and the
+	// its -wal, the broker's store tree, the data directory and the
 	// token. Set once here, before anything is created, rather than
 	// chmod after the fact: the embedded nats-server and SQLite create
 	// files of their own, and a file is readable from its creation on.

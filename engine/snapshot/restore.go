@@ -25,6 +25,8 @@ func Install(src, dbPath string) error {
 	if fi, err := os.Stat(dbPath + "-wal"); err == nil && fi.Size() > 0 {
 		return fmt.Errorf("snapshot: %s still has a write-ahead log of %d bytes; close and checkpoint it before installing a snapshot over it", dbPath, fi.Size())
 	}
+	// A -shm is only ever left by an older build (this one keeps the WAL
+	// index in memory); either side file would describe the old database.
 	for _, side := range []string{"-wal", "-shm"} {
 		if err := os.Remove(dbPath + side); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
