@@ -93,9 +93,12 @@ func TestBenchCommandFleet(t *testing.T) {
 			t.Errorf("%s: %d done, %d failed, first: %s", f.Workload, f.Ok, f.Failed, f.FirstErr)
 		}
 	}
+	// Each refused for --replicas itself: without its check, the last
+	// would still fail (no token, no node), saying something else.
 	for _, args := range [][]string{{"--replicas", "0"}, {"--replicas", "6"}, {"--replicas", "3", "--node", "http://127.0.0.1:1"}} {
-		if err := exec.Command(BuildBinary(t), append([]string{"bench"}, args...)...).Run(); err == nil {
-			t.Errorf("bench %v was accepted", args)
+		out, err := exec.Command(BuildBinary(t), append([]string{"bench"}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--replicas") {
+			t.Errorf("bench %v: %v %s, want it refused for --replicas", args, err, out)
 		}
 	}
 }

@@ -65,8 +65,8 @@ func Open(path string, busyTimeoutSeconds int) (*sql.DB, error) {
 	// keeps the WAL index in its own memory rather than in a -shm file
 	// every connection maps. Each transaction's locks on that index are
 	// then a mutex rather than an fcntl call: two system calls a read
-	// (taking a read mark and letting it go), which were a tenth of the
-	// CPU of the coalesced linearizable reads. No other process may open
+	// (taking a read mark and letting it go), which were an eighth of
+	// the CPU of 64 coalesced linearizable readers. No other process may open
 	// the database while a node has it, which the data directory's lock
 	// already says; this process's connections share the index as ever.
 	q.Set("vfs", "unix-excl")

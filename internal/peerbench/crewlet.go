@@ -53,32 +53,19 @@ func (c *Crewlet) Setup(ctx context.Context) error {
 		return err
 	}
 	row := "/api/v1/work-items/" + c.project() + "-1?read_level=linearizable"
-	if _, err := c.get(ctx, 0, row); err != nil { // else a run before this one filed it
+	_, err = c.get(ctx, 0, row)
+	var se *statusError
+	if errors.As(err, &se) && se.code == http.StatusNotFound { // else a run before this one filed it
 		if _, err = call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": "the row the reads read"}); err != nil {
 			return err
 		}
 	}
 	// A linearizable read on every node waits for the item's apply there,
 	// so the stale reads that follow find it whichever node they ask
-	// (worker i asks node i modulo the fleet's size). A fleet that has
-	// just started may refuse one while its groups elect their leaders:
-	// such a refusal is asked again for up to the two minutes a boot waits
-	// for its broker; a 4xx (a wrong token) ends the set-up at once.
-	deadline := time.Now().Add(2 * time.Minute)
+	// (worker i asks node i modulo the fleet's size).
 	for i := range c.BaseURLs {
-		for {
-			_, err := c.get(ctx, i, row)
-			if err == nil {
-				break
-			}
-			if !passing(err) || ctx.Err() != nil || time.Now().After(deadline) {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
+		if err := untilSettled(ctx, func() error { _, err := c.get(ctx, i, row); return err }); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -178,6 +165,25 @@ func (e *statusError) Error() string { return e.msg }
 func passing(err error) bool {
 	var se *statusError
 	return !errors.As(err, &se) || se.code >= 500
+}
+
+// untilSettled runs f until it succeeds, asking again while its error may
+// pass by itself (passing), for up to the two minutes a boot waits for
+// its broker: a fleet or cluster that has just started refuses for a
+// moment while it elects its leaders or catches a member up.
+func untilSettled(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := f()
+		if err == nil || !passing(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // Close ends every MCP session.

@@ -23,13 +23,46 @@ type Rqlite struct {
 // Name is "rqlite".
 func (r *Rqlite) Name() string { return "rqlite" }
 
-// Setup creates the table and its first row.
+// Setup creates the table and its first row, and waits until every node
+// reads the row on its own (level none), as the Crewlet target waits for
+// it on every node: a follower that has not applied it yet would fail the
+// stale reads sent to it.
 func (r *Rqlite) Setup(ctx context.Context) error {
 	r.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	if err := r.execute(ctx, 0, []any{"CREATE TABLE IF NOT EXISTS bench (id INTEGER PRIMARY KEY, title TEXT NOT NULL)"}); err != nil {
 		return err
 	}
-	return r.execute(ctx, 0, []any{[]any{"INSERT OR IGNORE INTO bench(id, title) VALUES(1, ?)", "the row the reads read"}})
+	if err := r.execute(ctx, 0, []any{[]any{"INSERT OR IGNORE INTO bench(id, title) VALUES(1, ?)", "the row the reads read"}}); err != nil {
+		return err
+	}
+	for i := range r.BaseURLs {
+		if err := untilSettled(ctx, func() error { return r.holdsRow(ctx, i) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdsRow fails (as passing) until node i's own copy holds row 1.
+func (r *Rqlite) holdsRow(ctx context.Context, i int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base(i)+"/db/query?level=none&q="+url.QueryEscape("SELECT count(*) FROM bench WHERE id = 1"), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Results []struct {
+			Values [][]int `json:"values"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || len(ans.Results) != 1 || len(ans.Results[0].Values) != 1 || ans.Results[0].Values[0][0] != 1 {
+		return fmt.Errorf("rqlite node %s does not hold the row yet (%s)", r.base(i), resp.Status)
+	}
+	return nil
 }
 
 // Do runs one operation.
