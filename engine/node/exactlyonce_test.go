@@ -3,15 +3,20 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -218,4 +223,147 @@ func TestPublishUnknown(t *testing.T) {
 func namesKey(answered, key, name string) bool {
 	id, err := ledger.Parse(answered)
 	return err == nil && ledger.IsClientForm(id.UUID) && ledger.KeyOf(id.UUID).String() == key && id.Verb+"-"+id.Object == name
+}
+
+// TestSecondCopiesDrained: second copies of operations drained at boot
+// behind their first copies — of an op applied before the node went down,
+// and of ops whose first copies are drained with them, appended past the
+// duplicate window — apply nothing, while every first copy files one
+// item, numbered in log order, with its ledger row at the first copy. A
+// drain this long is applied in batches that ask the ledger about all of
+// their operations at once (batchLedger); the statelog script
+// batch_ledger.txt pins one such batch's composition.
+func TestSecondCopiesDrained(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	n := enginetest.OpenNode(t, node.Config{DataDir: dir})
+	svc := n.Tracker()
+	mustProject(t, svc, "ENG")
+	earlier, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "earlier"})
+	if err != nil || earlier.Outcome != engine.Applied {
+		t.Fatal(earlier, err)
+	}
+	firstSeq := map[string]uint64{earlier.OpID: ledgerSeq(t, n, earlier.OpID)}
+	n.Close()
+
+	const firsts = 200
+	log := openDownLog(t, dir)
+	var ops []string
+	for i := 0; i < firsts; i++ {
+		op := must(ledger.MintFor(time.Now(), "create_work_item", "ENG", "")).String()
+		ops = append(ops, op)
+		firstSeq[op] = log.putCreate(op, fmt.Sprintf("wi_batch_%d", i), fmt.Sprintf("first %d", i))
+	}
+	// A second copy of the op filed before the node went down, and of
+	// two of the drained ones, the first and the last.
+	log.pastWindow(func() {
+		log.putCreate(earlier.OpID, earlier.Item.ID, "earlier again")
+		log.putCreate(ops[0], "wi_batch_0", "first 0 again")
+	})
+	var last uint64
+	log.pastWindow(func() { last = log.putCreate(ops[firsts-1], fmt.Sprintf("wi_batch_%d", firsts-1), "last again") })
+	log.close()
+
+	n = enginetest.OpenNode(t, node.Config{DataDir: dir})
+	waitAppliedOrFailed(t, n.Replica(engine.DomainTracker), last)
+	if c := count(t, n, `SELECT count(*) FROM tracker_items`); c != firsts+1 {
+		t.Fatalf("%d items, want %d: a second copy filed one", c, firsts+1)
+	}
+	if c := count(t, n, `SELECT count(*) FROM tracker_items WHERE title LIKE '%again'`); c != 0 {
+		t.Fatalf("%d items took a second copy's title", c)
+	}
+	for op, seq := range firstSeq {
+		if got := ledgerSeq(t, n, op); got != seq {
+			t.Fatalf("op %s: ledger row at %d, want its first copy at %d", op, got, seq)
+		}
+	}
+	for i := range ops {
+		got, err := n.Tracker().GetWorkItem(ctx, lin(), fmt.Sprintf("ENG-%d", i+2))
+		if err != nil || got.Item.Title != fmt.Sprintf("first %d", i) {
+			t.Fatalf("ENG-%d: %+v %v", i+2, got.Item, err)
+		}
+	}
+}
+
+func ledgerSeq(t *testing.T, n *node.Node, op string) uint64 {
+	t.Helper()
+	var seq uint64
+	if err := n.DB().QueryRow(`SELECT seq FROM statelog_ledger WHERE op_id = ?`, op).Scan(&seq); err != nil {
+		t.Fatalf("ledger row of %s: %v", op, err)
+	}
+	return seq
+}
+
+// waitAppliedOrFailed waits for rep to apply seq, failing the test as
+// soon as the applier reports an error: an apply that errs (a ledger row
+// written twice is refused by its insert) retries for ever, and would
+// fail only at the suite's timeout.
+func waitAppliedOrFailed(t *testing.T, rep *statelog.Replica, seq uint64) {
+	t.Helper()
+	for {
+		wctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		err := rep.WaitApplied(wctx, seq)
+		cancel()
+		if err == nil {
+			return
+		}
+		if aerr := rep.ApplyErr(); aerr != nil {
+			t.Fatalf("the applier failed: %v", aerr)
+		}
+	}
+}
+
+// downLog appends to the tracker log of a node that is down, through a
+// bare broker on its store.
+type downLog struct {
+	t  *testing.T
+	br *broker.Embedded
+	js jetstream.JetStream
+}
+
+func openDownLog(t *testing.T, dir string) *downLog {
+	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "n1", StoreDir: filepath.Join(dir, "stream"), Sync: broker.Sync{Always: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(br.Conn)
+	return &downLog{t: t, br: br, js: js}
+}
+
+func (l *downLog) close() { l.br.Close() }
+
+// putCreate appends a create of itemID in ENG under op, its op id also
+// its message id, and returns its sequence.
+func (l *downLog) putCreate(op, itemID, title string) uint64 {
+	payload, _ := json.Marshal(map[string]any{"id": itemID, "project": "ENG", "number": 0, "title": title, "status": "open"})
+	data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op, Writer: "n1", Generation: 1,
+		Subject: "crewlet.tracker.item." + itemID, Payload: payload})
+	ack, err := l.js.Publish(context.Background(), "crewlet.tracker.item."+itemID, data, jetstream.WithMsgID(op))
+	if err != nil || ack.Duplicate {
+		l.t.Fatalf("%s: %+v %v (a copy the broker collapsed is no second copy)", title, ack, err)
+	}
+	return ack.Sequence
+}
+
+// pastWindow runs put with the broker's duplicate window narrowed and
+// passed, then puts it back: the copies put land as a retry after the
+// window would, under their op ids.
+func (l *downLog) pastWindow(put func()) {
+	l.window(100 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	put()
+	l.window(2 * time.Minute)
+}
+
+func (l *downLog) window(d time.Duration) {
+	ctx := context.Background()
+	s, err := l.js.Stream(ctx, "CREWLET_TRACKER_LOG")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.Duplicates = d
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		l.t.Fatal(err)
+	}
 }

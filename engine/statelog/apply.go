@@ -185,9 +185,14 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	r.bound = sqlite.NewBound(tx)
 	defer func() { r.bound = nil }()
 	// What an earlier try of this batch noted never committed.
+	clear(r.anchors)
+	r.ledger.reset()
 	r.observers.reset()
 	r.landed.reset()
 	r.answers.reset()
+	if err := r.ledger.ask(ctx, sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}, batch, cp.Seq); err != nil {
+		return cp, 0, 0, 0, err
+	}
 	retained, unknown := 0, 0
 	var gated []gatedLine
 	for _, d := range batch {
@@ -228,8 +233,25 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	if applied == 0 {
 		return cp, 0, used, 0, nil
 	}
-	if err := r.storeCheckpoint(ctx, tx, cp); err != nil {
+	if err := r.commitBatch(ctx, tx, cp, retained, unknown, gated); err != nil {
 		return cp, 0, 0, 0, err
+	}
+	return cp, applied, used, rows, nil
+}
+
+// commitBatch ends a batch's transaction: the ledger rows and anchors it
+// kept for its end, the checkpoint, the commit, then what waits for the
+// commit.
+func (r *Replica) commitBatch(ctx context.Context, tx *sql.Tx, cp Checkpoint, retained, unknown int, gated []gatedLine) error {
+	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
+	if err := r.ledger.flush(ctx, q); err != nil {
+		return err
+	}
+	if err := r.anchors.flush(ctx, q, string(r.domain)); err != nil {
+		return err
+	}
+	if err := r.storeCheckpoint(ctx, tx, cp); err != nil {
+		return err
 	}
 	// Counted before the commit, so no read can see the retained rows
 	// without being told to look for them.
@@ -238,11 +260,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	if err := tx.Commit(); err != nil {
 		r.retained.Add(-int64(retained))
 		r.scopeUnknown.Add(-int64(unknown))
-		return cp, 0, 0, 0, err
+		return err
 	}
 	r.afterCommit(ctx, gated)
 	r.observers.tell()
-	return cp, applied, used, rows, nil
+	return nil
 }
 
 // storeCheckpoint writes the batch's checkpoint in its transaction, then
@@ -357,11 +379,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	// The statements below run for every record: prepared once.
 	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	// The anchor moves whatever the record then does: it is what the
-	// broker arbitrates the next write on this subject against.
-	if _, err := q.ExecContext(ctx, `INSERT INTO statelog_anchor(domain, subject, seq) VALUES(?,?,?)
-		ON CONFLICT(domain, subject) DO UPDATE SET seq = excluded.seq`, string(r.domain), d.Subject, d.Seq); err != nil {
-		return false, nil, err
-	}
+	// broker arbitrates the next write on this subject against. Written
+	// with the batch's checkpoint (movedAnchors).
+	r.anchors.move(d.Subject, d.Seq)
 	for _, g := range r.gates {
 		holds, err := g.Holds(ctx, q, rec, d.Seq)
 		if err != nil {
@@ -378,7 +398,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if rec.OpID != "" {
 		// A second copy of an operation (appended after the duplicate
 		// window) applies nothing: the first copy's effects are the op's.
-		first, err := ledger.Record(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
+		first, err := r.ledger.first(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()})
 		if err != nil || !first {
 			return false, nil, err

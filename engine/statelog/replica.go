@@ -191,11 +191,15 @@ type Replica struct {
 	stmts *sqlite.Statements
 	// bound is the statements bound to the transaction of the batch
 	// being applied; only the applier's goroutine touches it.
-	bound  *sqlite.Bound
-	gates  []Gate
-	sub    Subscription
-	cancel context.CancelFunc
-	done   chan struct{}
+	bound *sqlite.Bound
+	// anchors is what the batch being applied moved, ledger the
+	// operations it recorded (applier only).
+	anchors movedAnchors
+	ledger  batchLedger
+	gates   []Gate
+	sub     Subscription
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // Checkpoint is a domain's row of statelog_checkpoint.
@@ -244,6 +248,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		closing: make(chan struct{}),
 		appends: newAppendsUnderWay(),
 		stmts:   sqlite.NewStatements(cfg.DB),
+		anchors: movedAnchors{},
 	}
 	r.answerer, _ = cfg.Domain.(Answerer)
 	// The framework's gates (those a reanchor adds come first), then the
