@@ -316,18 +316,25 @@ func waitAppliedOrFailed(t *testing.T, rep *statelog.Replica, seq uint64) {
 // downLog appends to the tracker log of a node that is down, through a
 // bare broker on its store.
 type downLog struct {
-	t  *testing.T
-	br *broker.Embedded
-	js jetstream.JetStream
+	t   *testing.T
+	dir string
+	br  *broker.Embedded
+	js  jetstream.JetStream
 }
 
 func openDownLog(t *testing.T, dir string) *downLog {
-	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "n1", StoreDir: filepath.Join(dir, "stream"), Sync: broker.Sync{Always: true}})
+	l := &downLog{t: t, dir: dir}
+	l.start()
+	return l
+}
+
+func (l *downLog) start() {
+	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "n1", StoreDir: filepath.Join(l.dir, "stream"), Sync: broker.Sync{Always: true}})
 	if err != nil {
-		t.Fatal(err)
+		l.t.Fatal(err)
 	}
-	js, _ := jetstream.New(br.Conn)
-	return &downLog{t: t, br: br, js: js}
+	l.br = br
+	l.js, _ = jetstream.New(br.Conn)
 }
 
 func (l *downLog) close() { l.br.Close() }
@@ -345,12 +352,18 @@ func (l *downLog) putCreate(op, itemID, title string) uint64 {
 	return ack.Sequence
 }
 
-// pastWindow runs put with the broker's duplicate window narrowed and
-// passed, then puts it back: the copies put land as a retry after the
-// window would, under their op ids.
+// pastWindow runs put once the broker's duplicate window has passed over
+// every message before it, then puts the window back: the copies put land
+// as a retry after the window would, under their op ids. The broker
+// forgets an id only when a timer set with the window it was stored under
+// fires, so the window is narrowed and the broker restarted, which
+// reloads the ids within the new window alone.
 func (l *downLog) pastWindow(put func()) {
-	l.window(100 * time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
+	const narrow = 100 * time.Millisecond
+	l.window(narrow)
+	l.close()
+	time.Sleep(2 * narrow)
+	l.start()
 	put()
 	l.window(2 * time.Minute)
 }
