@@ -59,7 +59,9 @@ func RecordAll(ctx context.Context, tx Execer, entries []Entry) error {
 	return err
 }
 
-// list is n comma-separated copies of one: "?,?,?", "(?,?),(?,?)".
+// list is n comma-separated copies of one: "?,?,?", "(?,?),(?,?)". It is
+// sqlite.Placeholders and sqlite.Tuples again, in one line: the ledger
+// stands on the engine vocabulary alone (internal/hygiene's import rule).
 func list(n int, one string) string {
 	return strings.TrimSuffix(strings.Repeat(one+",", n), ",")
 }

@@ -28,7 +28,15 @@ func Chunks[T any](rows []T, fn func(chunk []T) error) error {
 
 // Placeholders is n comma-separated bind parameters: "?,?,?".
 func Placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+	var b strings.Builder
+	b.Grow(2 * n)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+	}
+	return b.String()
 }
 
 // Tuples is n rows of cols bind parameters, the VALUES list of a

@@ -3,7 +3,11 @@ package tracker
 // The records whose apply reaches past their own item: a purge, which
 // rewrites every item pointing at the purged one, and a bulk update.
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/crewlet/crewlet/engine/sqlite"
+)
 
 // purge destroys an item and everything that hangs off it, rewrites the
 // items that point at it (their edges to it go, its children move up to
@@ -148,7 +152,7 @@ func (a *apply) preload(ids []string) error {
 			args[i] = id
 		}
 		start += n
-		rows, err := a.at.Query(a.ctx, a.tx, bulkRowSelect+placeholders(n)+`)`, args...)
+		rows, err := a.at.Query(a.ctx, a.tx, bulkRowSelect+sqlite.Placeholders(n)+`)`, args...)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // itemShape is what an item row held when the apply read it, save the
@@ -134,7 +136,7 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 	for start := 0; start < len(l.touch); {
 		n := chunkRows(len(l.touch)-start, per)
 		args := append([]any{l.seq, l.ts}, l.touch[start:start+n]...)
-		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+placeholders(n)+`)`, args...); err != nil {
+		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
 			return err
 		}
 		start += n
@@ -200,7 +202,7 @@ func (it *itemRow) movedGroups() (int, []any) {
 // else every column but those of the index groups that kept their values.
 func (a *apply) writeItem(w *itemWriter, it *itemRow) error {
 	if it.created {
-		_, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+placeholders(20)+`)`,
+		_, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_items(`+itemRowColumns+`) VALUES(`+sqlite.Placeholders(20)+`)`,
 			it.ID, it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
 			it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Doc, it.Version, it.Scoped, it.Created, it.Updated)
 		if err == nil {

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // MaxRowsPerStatement caps a multi-row insert whatever the bind-parameter
@@ -36,7 +38,7 @@ func BindLimit(ctx context.Context, q interface {
 				args[i] = 1
 			}
 			var one int
-			err := q.QueryRowContext(ctx, "SELECT 1 WHERE 1 IN ("+placeholders(n)+")", args...).Scan(&one)
+			err := q.QueryRowContext(ctx, "SELECT 1 WHERE 1 IN ("+sqlite.Placeholders(n)+")", args...).Scan(&one)
 			if err == nil {
 				bindLimit = n
 				return
@@ -45,18 +47,6 @@ func BindLimit(ctx context.Context, q interface {
 		}
 	})
 	return bindLimit
-}
-
-func placeholders(n int) string {
-	var b strings.Builder
-	b.Grow(2 * n)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('?')
-	}
-	return b.String()
 }
 
 // smallChunk is the longest short chunk rowBuffer.flush sends as it is;
@@ -130,7 +120,7 @@ func (b *rowBuffer) each(ctx context.Context, tx *sql.Tx, run func(q string, arg
 		return 0, nil
 	}
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)/b.cols)
-	one := "(" + placeholders(b.cols) + ")"
+	one := "(" + sqlite.Placeholders(b.cols) + ")"
 	var full string // the statement for a whole chunk, built once
 	for start := 0; start < total; {
 		n := chunkRows(total-start, per)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) matching(ctx context.Context, tx *sql.Tx, project string, f Bu
 		if len(vals) == 0 {
 			return
 		}
-		q += ` AND ` + col + ` IN (` + placeholders(len(vals)) + `)`
+		q += ` AND ` + col + ` IN (` + sqlite.Placeholders(len(vals)) + `)`
 		for _, v := range vals {
 			args = append(args, v)
 		}
@@ -102,7 +103,7 @@ func (s *Service) matching(ctx context.Context, tx *sql.Tx, project string, f Bu
 	in(`i.status`, splitList(f.Status))
 	in(`i.assignee`, splitList(f.Assignee))
 	if tags := splitList(f.Tag); len(tags) > 0 {
-		q += ` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag IN (` + placeholders(len(tags)) + `))`
+		q += ` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag IN (` + sqlite.Placeholders(len(tags)) + `))`
 		for _, t := range tags {
 			args = append(args, t)
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -118,7 +119,7 @@ func (s *Service) resolveMany(ctx context.Context, tx *sql.Tx, keys []string) ([
 			args[i] = k
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT k.key, k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id
-			WHERE k.key IN (`+placeholders(len(chunk))+`)`, args...)
+			WHERE k.key IN (`+sqlite.Placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, err
 		}

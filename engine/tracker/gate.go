@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -49,7 +50,7 @@ func (deletedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Re
 	for start := 0; start < len(list); start += per {
 		chunk := list[start:min(start+per, len(list))]
 		var hit int
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tracker_purged WHERE id IN (`+placeholders(len(chunk))+`))`, chunk...).Scan(&hit); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tracker_purged WHERE id IN (`+sqlite.Placeholders(len(chunk))+`))`, chunk...).Scan(&hit); err != nil {
 			return false, err
 		}
 		if hit == 1 {

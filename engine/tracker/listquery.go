@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // Listing limits.
@@ -135,7 +136,7 @@ func in(q *strings.Builder, args *[]any, expr string, vals []any) {
 	if len(vals) == 0 {
 		return
 	}
-	q.WriteString(` AND ` + expr + ` IN (` + placeholders(len(vals)) + `)`)
+	q.WriteString(` AND ` + expr + ` IN (` + sqlite.Placeholders(len(vals)) + `)`)
 	*args = append(*args, vals...)
 }
 
@@ -215,7 +216,7 @@ func (s *Service) listPage(ctx context.Context, tx *sql.Tx, q listQuery, cur pag
 	}
 	in(&b, &args, `coalesce(f.priority, 0)`, ranks)
 	if len(q.tags) > 0 {
-		b.WriteString(` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag IN (` + placeholders(len(q.tags)) + `))`)
+		b.WriteString(` AND EXISTS (SELECT 1 FROM tracker_tags t WHERE t.item = i.id AND t.tag IN (` + sqlite.Placeholders(len(q.tags)) + `))`)
 		args = append(args, anys(q.tags)...)
 	}
 	if q.since != 0 {
