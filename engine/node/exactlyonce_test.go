@@ -230,9 +230,12 @@ func namesKey(answered, key, name string) bool {
 // and of ops whose first copies are drained with them, appended past the
 // duplicate window — apply nothing, while every first copy files one
 // item, numbered in log order, with its ledger row at the first copy. A
-// drain this long is applied in batches that ask the ledger about all of
-// their operations at once (batchLedger); the statelog script
-// batch_ledger.txt pins one such batch's composition.
+// drain this long is mostly applied in batches that ask the ledger about
+// their operations at once (batchLedger), and one that ignored the
+// ledger's answer fails here on the insert's constraint; which batches
+// formed is not checked, and a create's second copy is moot anyway (its
+// item is filed), so the statelog script batch_ledger.txt, whose kv adds
+// show a double apply, pins one batch's composition.
 func TestSecondCopiesDrained(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
