@@ -63,6 +63,9 @@ type Admission struct {
 	WaitWhat      string
 	// Level is the level the answer is served at when nothing else is due.
 	Level engine.ReadLevel
+	// Through is, for a read served past its barrier, the barrier's
+	// position: the rows stand there once the record before it is applied.
+	Through uint64
 }
 
 // Done reports whether the read may be served now.
@@ -111,6 +114,7 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		return refuse(stalled(st))
 	}
 	target, what := uint64(0), ""
+	var through uint64 // this read's barrier, where it is the target
 	if p := o.MinPosition; p != nil {
 		target, what = p.Seq, "min_position "+p.Token()
 	}
@@ -125,10 +129,18 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 			return Admission{AppendBarrier: true}
 		}
 		if req.BarrierSeq >= target {
-			target, what = req.BarrierSeq, "the barrier this read appended"
+			target, what, through = req.BarrierSeq, "the barrier this read appended", req.BarrierSeq
 		}
 	}
-	if st.Applied < target {
+	// The applied position the rows must reach. A barrier changes no row,
+	// so the rows through the record before it are the rows through it:
+	// the read waits for that record, not for the barrier's own delivery
+	// to this applier, and is answered as of the barrier (Through).
+	need := target
+	if through != 0 {
+		need = through - 1
+	}
+	if st.Applied < need {
 		if st.Fault != nil {
 			// Waiting cannot help a stalled applier: say so, not behind.
 			return refuse(stalled(st))
@@ -136,7 +148,7 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		if req.WaitExpired {
 			return refuse(behind(st, target, what))
 		}
-		return Admission{WaitFor: target, WaitWhat: what}
+		return Admission{WaitFor: need, WaitWhat: what}
 	}
 	if o.Level == engine.Stale {
 		lag := LagOf(st.Applied, st.LogEnd, st.DrainRate)
@@ -152,7 +164,7 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 			}
 		}
 	}
-	return Admission{Level: o.Level}
+	return Admission{Level: o.Level, Through: through}
 }
 
 // standing refuses for what this node is rather than for what a read

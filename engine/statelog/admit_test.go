@@ -39,6 +39,7 @@ type admitWant struct {
 	hint    float64          // retry_after_seconds (-1: any positive)
 	key     string           // the refusal's key field
 	says    string           // a phrase the sentence must hold
+	through uint64           // served as of this barrier
 }
 
 // admitCases is the admission table: level × bounds × node state.
@@ -54,16 +55,17 @@ var admitCases = []struct {
 	{"linearizable&max_lag_seq=250", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable, MaxLagSeq: 250}}, admitCaught, admitWant{code: engine.CodeInvalidArgument, key: "max_lag_seq"}},
 	{"session&max_lag_seconds", AdmitRequest{Options: engine.ReadOptions{Level: engine.Session, MinPosition: admitPos(1), MaxLagSeconds: 2}}, admitCaught, admitWant{code: engine.CodeInvalidArgument, key: "max_lag_seconds"}},
 	{"consistent_prefix&max_lag_seq", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix, MaxLagSeq: 1}}, admitCaught, admitWant{code: engine.CodeInvalidArgument, key: "max_lag_seq"}},
-	{"zero bound at linearizable is no bound", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 100}, admitCaught, admitWant{level: engine.Linearizable}},
+	{"zero bound at linearizable is no bound", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 100}, admitCaught, admitWant{level: engine.Linearizable, through: 100}},
 	{"another domain's log, stale", AdmitRequest{Options: engine.ReadOptions{Level: engine.Stale, MinPosition: &engine.Position{Stream: engine.StreamPages, Generation: 1, Seq: 3}}}, admitCaught, admitWant{code: engine.CodeWrongStream, key: "min_position"}},
 	{"another domain's log, linearizable", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable, MinPosition: &engine.Position{Stream: engine.StreamPages, Generation: 1, Seq: 3}}}, admitCaught, admitWant{code: engine.CodeWrongStream}},
 	{"another generation", AdmitRequest{Options: engine.ReadOptions{Level: engine.ConsistentPrefix, MinPosition: &engine.Position{Stream: admitStream, Generation: 2, Seq: 3}}}, admitCaught, admitWant{code: engine.CodeWrongStream, says: "generation 2"}},
 
 	// linearizable.
 	{"linearizable appends a barrier", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}}, admitCaught, admitWant{barrier: true}},
-	{"linearizable waits for its barrier", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 101}, admitCaught, admitWant{wait: 101}},
+	{"linearizable waits for the record before its barrier", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 102}, admitCaught, admitWant{wait: 101}},
 	{"linearizable behind its barrier", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 150, WaitExpired: true}, admitCaught, admitWant{code: engine.CodeBehind, hint: 0.1}},
-	{"linearizable served", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 100}, admitCaught, admitWant{level: engine.Linearizable}},
+	{"linearizable served", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 100}, admitCaught, admitWant{level: engine.Linearizable, through: 100}},
+	{"linearizable served as of its barrier, not yet delivered", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}, BarrierSeq: 101}, admitCaught, admitWant{level: engine.Linearizable, through: 101}},
 	{"linearizable min_position past the barrier", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable, MinPosition: admitPos(120)}, BarrierSeq: 100}, admitCaught, admitWant{wait: 120}},
 	{"linearizable in a window", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}}, admitWindowed, admitWant{code: engine.CodeMaintenance, says: "stale or consistent_prefix"}},
 	{"linearizable stalled", AdmitRequest{Options: engine.ReadOptions{Level: engine.Linearizable}}, admitFaulted, admitWant{code: engine.CodeStalled, hint: 1, says: "disk on fire"}},
@@ -129,8 +131,8 @@ func TestAdmitTable(t *testing.T) {
 			if a.AppendBarrier != w.barrier || a.WaitFor != w.wait {
 				t.Fatalf("step %+v, want barrier=%v wait=%d", a, w.barrier, w.wait)
 			}
-			if w.level != "" && (!a.Done() || a.Level != w.level) {
-				t.Fatalf("served %+v, want %s", a, w.level)
+			if w.level != "" && (!a.Done() || a.Level != w.level || a.Through != w.through) {
+				t.Fatalf("served %+v, want %s through %d", a, w.level, w.through)
 			}
 		})
 	}

@@ -68,7 +68,7 @@ func (r *Replica) readAdmitted(ctx context.Context, adm Admission, fn ObjectRead
 	if err := r.QueryRow(ctx, tx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
 		return engine.ReadInfo{}, err
 	}
-	seen = max(seen, passed)
+	seen = max(seen, passed, adm.Through)
 	scope, fnErr := fn(ctx, tx)
 	info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
 	if r.retained.Load() > 0 {

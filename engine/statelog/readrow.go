@@ -52,7 +52,7 @@ func (r *Replica) ReadObjectRow(ctx context.Context, opts engine.ReadOptions, on
 		passed := r.Applied()
 		var seen uint64
 		err := one.Scan(r.stmts.QueryRowContext(context.WithoutCancel(ctx), one.Query, one.Args...), &seen)
-		seen = max(seen, passed)
+		seen = max(seen, passed, adm.Through)
 		if err == nil && r.retained.Load() == 0 {
 			info := engine.ReadInfo{Level: adm.Level, SeenThrough: r.Position(seen), Complete: true}
 			r.lagInto(&info, seen)
