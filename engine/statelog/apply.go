@@ -195,7 +195,9 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	}
 	retained, unknown := 0, 0
 	var gated []gatedLine
-	for _, d := range batch {
+	ahead := decodeBatch(batch)
+	defer ahead.end()
+	for i, d := range batch {
 		if rows >= MaxTxRows {
 			break
 		}
@@ -215,7 +217,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			}
 			applied, retained, unknown = applied+n, retained+held, unknown+heldUnknown
 		}
-		held, g, err := r.applyOne(ctx, tx, &cp, d, &rows)
+		held, g, err := r.applyOne(ctx, tx, &cp, d, ahead.at(i, d), &rows)
 		if err != nil {
 			return cp, 0, 0, 0, err
 		}
@@ -328,7 +330,7 @@ func (r *Replica) fillGap(ctx context.Context, tx *sql.Tx, cp *Checkpoint, upTo 
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("statelog: record %d was never delivered and cannot be read from the log: %w", seq, err)
 		}
-		held, g, err := r.applyOne(ctx, tx, cp, Delivery{StoredMsg: m}, rows)
+		held, g, err := r.applyOne(ctx, tx, cp, Delivery{StoredMsg: m}, decode(m.Data), rows)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -353,12 +355,12 @@ type gatedLine struct {
 
 // applyOne applies one record; held is true when it was retained
 // undecoded instead, gated names the gate that dropped it.
-func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery, rows *int) (held bool, gated *gatedLine, err error) {
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery, dec decoded, rows *int) (held bool, gated *gatedLine, err error) {
 	// A retained record holds everything after it back from applied_through.
 	contiguous := cp.AppliedThrough == cp.Seq
 	cp.Seq = d.Seq
 	cp.CheckpointStoredAt = d.Time
-	rec, err := record.Decode(d.Data)
+	rec, err := dec.rec, dec.err
 	if err != nil {
 		var ue *record.UndecodableError
 		if !errors.As(err, &ue) {
