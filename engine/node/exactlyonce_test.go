@@ -345,12 +345,18 @@ func (l *downLog) close() { l.br.Close() }
 // putCreate appends a create of itemID in ENG under op, its op id also
 // its message id, and returns its sequence.
 func (l *downLog) putCreate(op, itemID, title string) uint64 {
-	payload, _ := json.Marshal(map[string]any{"id": itemID, "project": "ENG", "number": 0, "title": title, "status": "open"})
-	data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op, Writer: "n1", Generation: 1,
+	return l.put(op, tracker.KindCreateWorkItem, itemID, map[string]any{"id": itemID, "project": "ENG", "number": 0, "title": title, "status": "open"})
+}
+
+// put appends a record of kind about itemID under op, its op id also its
+// message id, and returns its sequence.
+func (l *downLog) put(op, kind, itemID string, body any) uint64 {
+	payload, _ := json.Marshal(body)
+	data, _ := record.Encode(&record.Record{Kind: kind, Version: 1, OpID: op, Writer: "n1", Generation: 1,
 		Subject: "crewlet.tracker.item." + itemID, Payload: payload})
 	ack, err := l.js.Publish(context.Background(), "crewlet.tracker.item."+itemID, data, jetstream.WithMsgID(op))
 	if err != nil || ack.Duplicate {
-		l.t.Fatalf("%s: %+v %v (a copy the broker collapsed is no second copy)", title, ack, err)
+		l.t.Fatalf("%s %s: %+v %v (a copy the broker collapsed is no second copy)", kind, itemID, ack, err)
 	}
 	return ack.Sequence
 }

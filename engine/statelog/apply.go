@@ -190,6 +190,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	r.observers.reset()
 	r.landed.reset()
 	r.answers.reset()
+	r.held = nil
 	if err := r.ledger.ask(ctx, sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}, batch, cp.Seq); err != nil {
 		return cp, 0, 0, 0, err
 	}
@@ -245,6 +246,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 // kept for its end, the checkpoint, the commit, then what waits for the
 // commit.
 func (r *Replica) commitBatch(ctx context.Context, tx *sql.Tx, cp Checkpoint, retained, unknown int, gated []gatedLine) error {
+	if r.held != nil {
+		if err := r.held.Flush(ctx, tx, Applying{Seq: cp.Seq, Time: cp.CheckpointStoredAt, stmts: r.stmts, bound: r.bound}); err != nil {
+			return err
+		}
+	}
 	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	if err := r.ledger.flush(ctx, q); err != nil {
 		return err
@@ -407,7 +413,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		}
 	}
 	*rows++ // the record's own rows, at the least
-	at := Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound}
+	at := Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound, held: &r.held}
 	if apply, ok := frameworkApply[rec.Kind]; ok {
 		if err := apply(r, ctx, tx, rec, d.Seq); err != nil {
 			return false, nil, err

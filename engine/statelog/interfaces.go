@@ -132,6 +132,34 @@ type Applying struct {
 	// keeps them bound to the batch's transaction.
 	stmts *sqlite.Statements
 	bound *sqlite.Bound
+	// held is the applier's slot for what the domain holds back in the
+	// transaction (Hold); nil where no applier runs it.
+	held *Held
+}
+
+// Held is what a domain keeps back across the records of one apply
+// transaction and writes once, at its end, rather than once a record (the
+// tracker's project counters, which every create moves). The applier
+// flushes it after the batch's last record, before the framework's rows
+// and the checkpoint; a domain flushes it itself before a record that
+// reads what it holds back. A retry of the batch starts with nothing
+// held: nothing held committed.
+type Held interface {
+	Flush(ctx context.Context, tx *sql.Tx, at Applying) error
+}
+
+// Hold returns what the domain holds back in this transaction, made by mk
+// on the first call. batched is false where no applier runs the
+// transaction (a domain's records applied by hand): then nothing flushes
+// it but the domain, before its Apply returns.
+func (a Applying) Hold(mk func() Held) (h Held, batched bool) {
+	if a.held == nil {
+		return mk(), false
+	}
+	if *a.held == nil {
+		*a.held = mk()
+	}
+	return *a.held, true
 }
 
 // Exec runs a statement of the apply inside tx, prepared once per

@@ -196,10 +196,13 @@ type Replica struct {
 	// operations it recorded (applier only).
 	anchors movedAnchors
 	ledger  batchLedger
-	gates   []Gate
-	sub     Subscription
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// held is what the domain keeps back in the batch's transaction
+	// (Applying.Hold; applier only).
+	held   Held
+	gates  []Gate
+	sub    Subscription
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // Checkpoint is a domain's row of statelog_checkpoint.

@@ -53,8 +53,16 @@ func (Domain) RulesVersion() int { return RulesVersion }
 // their subject's anchor named, so applying is deterministic; one that is
 // moot here (its object gone, its project gone) writes nothing.
 func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
+	held, batched := at.Hold(newProjectCounters)
+	if rec.Kind != KindCreateWorkItem {
+		// Any other record may read a project's row (a move takes a number
+		// from it): it reads it as the creates before it left it.
+		if err := held.Flush(ctx, tx, at); err != nil {
+			return err
+		}
+	}
 	a := &apply{ctx: ctx, tx: tx, at: at, seq: at.Seq, ts: at.Time.UnixNano(), items: map[string]*itemRow{},
-		own: itemOfSubject(rec.Subject), projects: map[string]bool{}}
+		own: itemOfSubject(rec.Subject), projects: map[string]bool{}, counters: held.(projectCounters)}
 	a.hist = newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at"}, "")
 	a.tags = newRowBuffer("tracker_tags", []string{"item", "tag"}, "ON CONFLICT DO NOTHING")
 	a.watchers = newRowBuffer("tracker_watchers", []string{"item", "watcher"}, "ON CONFLICT DO NOTHING")
@@ -110,7 +118,10 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 			return err
 		}
 	}
-	return a.finish()
+	if err := a.finish(); err != nil || batched {
+		return err
+	}
+	return held.Flush(ctx, tx, at) // applied by hand: nothing else flushes it
 }
 
 func decodeThen[T any](rec *record.Record, f func(*T) error) error {
@@ -132,6 +143,7 @@ type apply struct {
 	items    map[string]*itemRow
 	order    []string
 	projects map[string]bool // projects whose active count may have moved
+	counters projectCounters // the transaction's, held back (counters.go)
 	// ownProject is the project the record is about, if it is one's.
 	ownProject string
 	hist       *rowBuffer

@@ -12,33 +12,18 @@ import (
 )
 
 func (a *apply) createItem(c *createWorkItem) error {
-	// The project's counter and whether the item is filed already, in one
-	// statement: the item is almost never there (a second copy of the
-	// create is stopped by the ledger before this), and reading its whole
-	// row to find that out cost a seventh of a create's apply.
-	var last int64
-	var filed bool
-	err := a.at.QueryRow(a.ctx, a.tx, `SELECT last_number, EXISTS(SELECT 1 FROM tracker_items WHERE id = ?) FROM tracker_projects WHERE key = ?`,
-		c.ID, c.Project).Scan(&last, &filed)
-	if errors.Is(err, sql.ErrNoRows) || filed {
-		return nil // no such project, or filed already: moot
-	}
-	if err != nil {
-		return err
+	ctr, filed, err := a.counter(c.Project, c.ID)
+	if err != nil || ctr == nil || filed {
+		return err // no such project, or filed already: moot
 	}
 	// A create record is about its new item; one written before creates
 	// took their own subject is about the project, whose version it moves.
-	col := "scoped_through"
 	if a.own == "" {
 		a.ownProject = c.Project
-		col = "version"
 	}
 	// The number is the project's next, taken here in log order, so
 	// concurrent creates and moves into the project never collide.
-	number := last + 1
-	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET last_number = ?, `+col+` = ? WHERE key = ?`, number, a.seq, c.Project); err != nil {
-		return err
-	}
+	number := ctr.take(a.seq, a.own == "")
 	if c.Parent != "" {
 		if p, err := a.item(c.Parent); err != nil {
 			return err
