@@ -79,28 +79,10 @@ func refuse(r *engine.Refusal) Admission { return Admission{Refusal: r} }
 // read is never served at a weaker level than asked.
 func Admit(req AdmitRequest, st NodeState) Admission {
 	o := req.Options
-	if _, ok := engine.ParseReadLevel(string(o.Level)); !ok {
-		return refuse(engine.Refuse(engine.CodeInvalidArgument, "read_level %q is not one of linearizable, session, stale, consistent_prefix.", o.Level).With("key", "read_level"))
-	}
 	// The grammar first: these are the caller's mistakes, whatever the
 	// node's standing.
-	if p := o.MinPosition; p != nil {
-		if p.Stream != st.Stream {
-			return refuse(engine.Refuse(engine.CodeWrongStream, "min_position %s is on %s, but this read is on %s; pass a position this domain's writes answered with.", p.Token(), p.Stream, st.Stream).With("key", "min_position"))
-		}
-		if p.Generation != st.Generation {
-			return refuse(engine.Refuse(engine.CodeWrongStream, "min_position %s is in generation %d, but this node's %s rows are in generation %d; a position from before a reanchor compares with nothing here.", p.Token(), p.Generation, st.Stream, st.Generation).With("key", "min_position"))
-		}
-	}
-	if o.Level != engine.Stale && (o.MaxLagSeq != 0 || o.MaxLagSeconds != 0) {
-		key := "max_lag_seq"
-		if o.MaxLagSeq == 0 {
-			key = "max_lag_seconds"
-		}
-		return refuse(engine.Refuse(engine.CodeInvalidArgument, "%s bounds a stale read and nothing else, and this read asked for %s; drop %s, or ask for read_level=stale with it.", key, o.Level, key).With("key", key))
-	}
-	if o.Level == engine.Session && o.MinPosition == nil {
-		return refuse(engine.Refuse(engine.CodeInvalidArgument, "read_level=session needs min_position, the position your write answered with; without one, ask for read_level=linearizable, or read_level=stale with max_lag_seq.").With("key", "min_position"))
+	if r := grammar(o, st); r != nil {
+		return refuse(r)
 	}
 	// The node's standing: none of these is cured by waiting here.
 	if r := standing(st); r != nil {
@@ -151,20 +133,55 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		return Admission{WaitFor: need, WaitWhat: what}
 	}
 	if o.Level == engine.Stale {
-		lag := LagOf(st.Applied, st.LogEnd, st.DrainRate)
-		if o.MaxLagSeq != 0 && lag.Seq > o.MaxLagSeq {
-			return refuse(tooStale(lag, st.DrainRate, fmt.Sprintf("%d records behind the log's end, past max_lag_seq=%d", lag.Seq, o.MaxLagSeq)))
-		}
-		if o.MaxLagSeconds != 0 {
-			if lag.Seconds == nil {
-				return refuse(tooStale(lag, st.DrainRate, fmt.Sprintf("%d records behind, and its lag in seconds is unmeasurable (no drain measured yet) while max_lag_seconds=%g is set; bound it with max_lag_seq instead", lag.Seq, o.MaxLagSeconds)))
-			}
-			if *lag.Seconds > o.MaxLagSeconds {
-				return refuse(tooStale(lag, st.DrainRate, fmt.Sprintf("%.3f s behind the log's end, past max_lag_seconds=%g", *lag.Seconds, o.MaxLagSeconds)))
-			}
+		if r := staleBound(o, st); r != nil {
+			return refuse(r)
 		}
 	}
 	return Admission{Level: o.Level, Through: through}
+}
+
+// grammar refuses a read whose options say nothing coherent: the
+// caller's mistakes, whatever the node's standing.
+func grammar(o engine.ReadOptions, st NodeState) *engine.Refusal {
+	if _, ok := engine.ParseReadLevel(string(o.Level)); !ok {
+		return engine.Refuse(engine.CodeInvalidArgument, "read_level %q is not one of linearizable, session, stale, consistent_prefix.", o.Level).With("key", "read_level")
+	}
+	if p := o.MinPosition; p != nil {
+		if p.Stream != st.Stream {
+			return engine.Refuse(engine.CodeWrongStream, "min_position %s is on %s, but this read is on %s; pass a position this domain's writes answered with.", p.Token(), p.Stream, st.Stream).With("key", "min_position")
+		}
+		if p.Generation != st.Generation {
+			return engine.Refuse(engine.CodeWrongStream, "min_position %s is in generation %d, but this node's %s rows are in generation %d; a position from before a reanchor compares with nothing here.", p.Token(), p.Generation, st.Stream, st.Generation).With("key", "min_position")
+		}
+	}
+	if o.Level != engine.Stale && (o.MaxLagSeq != 0 || o.MaxLagSeconds != 0) {
+		key := "max_lag_seq"
+		if o.MaxLagSeq == 0 {
+			key = "max_lag_seconds"
+		}
+		return engine.Refuse(engine.CodeInvalidArgument, "%s bounds a stale read and nothing else, and this read asked for %s; drop %s, or ask for read_level=stale with it.", key, o.Level, key).With("key", key)
+	}
+	if o.Level == engine.Session && o.MinPosition == nil {
+		return engine.Refuse(engine.CodeInvalidArgument, "read_level=session needs min_position, the position your write answered with; without one, ask for read_level=linearizable, or read_level=stale with max_lag_seq.").With("key", "min_position")
+	}
+	return nil
+}
+
+// staleBound refuses a stale read past the lag bound it set.
+func staleBound(o engine.ReadOptions, st NodeState) *engine.Refusal {
+	lag := LagOf(st.Applied, st.LogEnd, st.DrainRate)
+	if o.MaxLagSeq != 0 && lag.Seq > o.MaxLagSeq {
+		return tooStale(lag, st.DrainRate, fmt.Sprintf("%d records behind the log's end, past max_lag_seq=%d", lag.Seq, o.MaxLagSeq))
+	}
+	if o.MaxLagSeconds != 0 {
+		if lag.Seconds == nil {
+			return tooStale(lag, st.DrainRate, fmt.Sprintf("%d records behind, and its lag in seconds is unmeasurable (no drain measured yet) while max_lag_seconds=%g is set; bound it with max_lag_seq instead", lag.Seq, o.MaxLagSeconds))
+		}
+		if *lag.Seconds > o.MaxLagSeconds {
+			return tooStale(lag, st.DrainRate, fmt.Sprintf("%.3f s behind the log's end, past max_lag_seconds=%g", *lag.Seconds, o.MaxLagSeconds))
+		}
+	}
+	return nil
 }
 
 // standing refuses for what this node is rather than for what a read
