@@ -14,6 +14,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/loopback"
 )
 
 // DeadAdvertise is the route address every harness broker gossips: no one
@@ -170,7 +171,7 @@ func (c *Cluster) makeProxies(ports []string) {
 // reserveAddr holds a free loopback port open until the cluster's
 // brokers are about to listen on it.
 func reserveAddr(t testing.TB) net.Listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := loopback.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -353,7 +353,7 @@ func (l *downLog) putCreate(op, itemID, title string) uint64 {
 func (l *downLog) put(op, kind, itemID string, body any) uint64 {
 	payload, _ := json.Marshal(body)
 	data, _ := record.Encode(&record.Record{Kind: kind, Version: 1, OpID: op, Writer: "n1", Generation: 1,
-		Subject: "crewlet.tracker.item." + itemID, Payload: payload})
+		Subject: "crewlet.tracker.item." + itemID, By: "seat:drain", Payload: payload})
 	ack, err := l.js.Publish(context.Background(), "crewlet.tracker.item."+itemID, data, jetstream.WithMsgID(op))
 	if err != nil || ack.Duplicate {
 		l.t.Fatalf("%s %s: %+v %v (a copy the broker collapsed is no second copy)", kind, itemID, ack, err)

@@ -13,13 +13,14 @@ import (
 	"github.com/crewlet/crewlet/ledger"
 )
 
-// TestDrainedNumbersInLogOrder: creates drained in large batches take
-// their projects' numbers from counters held for the transaction
-// (tracker/counters.go), while a move in the same batch takes its number
-// from the project's row. Numbers follow the log's order across both:
-// the creates before the move, the move, the creates after it, in two
-// projects at once; each project's counter and version end where the
-// last record that moved it left them.
+// TestDrainedNumbersInLogOrder: creates drained in large batches hold
+// back their projects' counters, history, keys, search postings and
+// writers for the transaction's end (tracker/held.go), while an update
+// and a move in the same batch read what they held: the update rewrites
+// a held posting, the move takes its number from the project's row.
+// Numbers follow the log's order across all of them, in two projects at
+// once; each project's counter and version end where the last record
+// that moved it left them; every held row is there once.
 func TestDrainedNumbersInLogOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -40,7 +41,7 @@ func TestDrainedNumbersInLogOrder(t *testing.T) {
 	create := func(project string, i int) {
 		id := fmt.Sprintf("wi_%s_%d", project, i)
 		op := must(ledger.MintFor(time.Now(), "create_work_item", project, "")).String()
-		last = log.put(op, tracker.KindCreateWorkItem, id, map[string]any{"id": id, "project": project, "title": id, "status": "open"})
+		last = log.put(op, tracker.KindCreateWorkItem, id, map[string]any{"id": id, "project": project, "title": "drained " + id, "status": "open"})
 		next[project]++
 		keys[id] = fmt.Sprintf("%s-%d", project, next[project])
 		if project == "ENG" {
@@ -53,7 +54,10 @@ func TestDrainedNumbersInLogOrder(t *testing.T) {
 			create("OPS", i)
 		}
 	}
-	op := must(ledger.MintFor(time.Now(), "move_work_item", mover.Item.ID, "")).String()
+	// An update of an item the batch created: its posting was held.
+	op := must(ledger.MintFor(time.Now(), "update_work_item", "wi_ENG_5", "")).String()
+	log.put(op, tracker.KindUpdateWorkItem, "wi_ENG_5", map[string]any{"id": "wi_ENG_5", "title": "renamed"})
+	op = must(ledger.MintFor(time.Now(), "move_work_item", mover.Item.ID, "")).String()
 	last = log.put(op, tracker.KindMove, mover.Item.ID, map[string]any{"id": mover.Item.ID, "to": "ENG"})
 	next["ENG"]++
 	keys[mover.Item.ID] = fmt.Sprintf("ENG-%d", next["ENG"])
@@ -68,6 +72,19 @@ func TestDrainedNumbersInLogOrder(t *testing.T) {
 		var got string
 		if err := n.DB().QueryRow(`SELECT key FROM tracker_items WHERE id = ?`, id).Scan(&got); err != nil || got != key {
 			t.Fatalf("%s: key %q (%v), want %s", id, got, err, key)
+		}
+	}
+	drained := len(keys) - 1
+	for q, want := range map[string]int{
+		`SELECT count(*) FROM tracker_item_keys`:                                        len(keys) + 1, // the mover holds two
+		`SELECT count(*) FROM tracker_items i JOIN tracker_search s ON s.rowid = i.doc`: len(keys),
+		`SELECT count(*) FROM tracker_search WHERE tracker_search MATCH 'drained'`:      drained - 1,
+		`SELECT count(*) FROM tracker_search WHERE tracker_search MATCH 'renamed'`:      1,
+		`SELECT count(DISTINCT item) FROM tracker_history WHERE field = 'created'`:      len(keys),
+		`SELECT count(*) FROM tracker_record_by WHERE by = 'seat:drain'`:                drained + 2,
+	} {
+		if got := count(t, n, q); got != want {
+			t.Fatalf("%s: %d, want %d", q, got, want)
 		}
 	}
 	for project, number := range next {

@@ -53,17 +53,24 @@ func (Domain) RulesVersion() int { return RulesVersion }
 // their subject's anchor named, so applying is deterministic; one that is
 // moot here (its object gone, its project gone) writes nothing.
 func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
-	held, batched := at.Hold(newProjectCounters)
-	if rec.Kind != KindCreateWorkItem {
-		// Any other record may read a project's row (a move takes a number
-		// from it): it reads it as the creates before it left it.
+	h, batched := at.Hold(newHeldRows)
+	held := h.(*heldRows)
+	creating := rec.Kind == KindCreateWorkItem
+	if !creating {
+		// Any other record may read what the creates before it held back
+		// (a move takes a number from its project's row, a purge deletes
+		// its item's history): it reads it as they left it.
 		if err := held.Flush(ctx, tx, at); err != nil {
 			return err
 		}
 	}
 	a := &apply{ctx: ctx, tx: tx, at: at, seq: at.Seq, ts: at.Time.UnixNano(), items: map[string]*itemRow{},
-		own: itemOfSubject(rec.Subject), projects: map[string]bool{}, counters: held.(projectCounters)}
-	a.hist = newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at"}, "")
+		own: itemOfSubject(rec.Subject), projects: map[string]bool{}, held: held, creating: creating}
+	a.hist = newHistBuffer()
+	if creating {
+		a.hist = held.hist
+	}
+	a.histFrom = a.hist.rows()
 	a.tags = newRowBuffer("tracker_tags", []string{"item", "tag"}, "ON CONFLICT DO NOTHING")
 	a.watchers = newRowBuffer("tracker_watchers", []string{"item", "watcher"}, "ON CONFLICT DO NOTHING")
 	a.edges = newRowBuffer("tracker_edges", []string{"item", "kind", "other", "authored"}, "ON CONFLICT DO NOTHING")
@@ -113,7 +120,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	if err != nil {
 		return err
 	}
-	if a.hist.rows() > 0 {
+	if a.hist.rows() > a.histFrom {
 		if err := a.recordBy(rec.By); err != nil {
 			return err
 		}
@@ -143,7 +150,12 @@ type apply struct {
 	items    map[string]*itemRow
 	order    []string
 	projects map[string]bool // projects whose active count may have moved
-	counters projectCounters // the transaction's, held back (counters.go)
+	// held is what the transaction's creates hold back (held.go), and
+	// creating says this record is one of them: its history, keys,
+	// postings and writer go there, not to statements of its own.
+	held     *heldRows
+	creating bool
+	histFrom int // the rows hist held before this record
 	// ownProject is the project the record is about, if it is one's.
 	ownProject string
 	hist       *rowBuffer
@@ -189,7 +201,11 @@ func (a *apply) finish() error {
 	if err := w.light.flush(a.ctx, a.tx, a.at.Exec); err != nil {
 		return err
 	}
-	for _, b := range []*rowBuffer{a.tags, a.watchers, a.edges, a.hist} {
+	buffers := []*rowBuffer{a.tags, a.watchers, a.edges, a.hist}
+	if a.creating {
+		buffers, rows = buffers[:3], rows+a.hist.rows()-a.histFrom
+	}
+	for _, b := range buffers {
 		n, err := b.flush(a.ctx, a.tx, a.at.Exec)
 		if err != nil {
 			return err
@@ -213,6 +229,11 @@ func (a *apply) finish() error {
 // reindex replaces an item's search posting: title, description and its
 // comments, in the apply's own transaction.
 func (a *apply) reindex(it *itemRow) error {
+	if it.created && a.creating {
+		// A new item has no comments yet.
+		a.held.search.add(it.Doc, it.Title, it.Description, "")
+		return nil
+	}
 	if !it.created {
 		if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
 			return err

@@ -109,6 +109,11 @@ func (a *apply) recordBy(by string) error {
 	if by == "" {
 		return nil
 	}
+	if a.creating {
+		a.held.by.add(a.seq, by)
+		a.at.Wrote(1)
+		return nil
+	}
 	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_record_by(seq, by) VALUES(?, ?) ON CONFLICT DO NOTHING`, a.seq, by); err != nil {
 		return err
 	}

@@ -206,7 +206,7 @@ func (a *apply) writeItem(w *itemWriter, it *itemRow) error {
 			it.ID, it.Key, it.Project, it.Number, it.Title, it.Description, it.Status, it.Assignee, it.Parent, it.Reopens, it.Handoffs,
 			it.Trashed, it.TrashRoot, it.Mark, it.MergedInto, it.Doc, it.Version, it.Scoped, it.Created, it.Updated)
 		if err == nil {
-			_, err = a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_item_keys(key, id) VALUES(?, ?) ON CONFLICT DO NOTHING`, it.Key, it.ID)
+			a.held.keys.add(it.Key, it.ID) // only a create files an item
 		}
 		return err
 	}

@@ -1,11 +1,13 @@
 package tracker
 
-// A project's counter (last_number) is moved by every create into it.
-// Read and written by a statement each a create, it was two of a drained
-// create's dozen statements; so the creates of one apply transaction take
-// their numbers from projectCounters, read once a project, and the
-// project's row is written once, when the transaction ends or before a
-// record that reads it (statelog.Held).
+// The creates of one apply transaction hold back the rows no create
+// reads (statelog.Held), written at the transaction's end, or before any
+// record other than a create, as multi-row statements: their projects'
+// counters (last_number, read once a project and written once), their
+// history rows, their items' keys, their search postings and who wrote
+// them. Each of those was a statement a create, and a drained create ran
+// a dozen; the item's own row is still written by its create, since a
+// later create reads it (a parent, an edge, whether it is filed).
 
 import (
 	"context"
@@ -16,9 +18,14 @@ import (
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
-// projectCounters is what the creates of one transaction hold back, by
-// project.
-type projectCounters map[string]*projectCounter
+// heldRows is what the creates of one transaction hold back.
+type heldRows struct {
+	counters map[string]*projectCounter
+	hist     *rowBuffer
+	keys     *rowBuffer
+	search   *rowBuffer
+	by       *rowBuffer
+}
 
 type projectCounter struct {
 	last int64 // the last number taken
@@ -28,31 +35,45 @@ type projectCounter struct {
 	version, scoped uint64
 }
 
-func newProjectCounters() statelog.Held { return projectCounters{} }
+func newHeldRows() statelog.Held {
+	return &heldRows{counters: map[string]*projectCounter{}, hist: newHistBuffer(),
+		keys:   newRowBuffer("tracker_item_keys", []string{"key", "id"}, "ON CONFLICT DO NOTHING"),
+		search: newRowBuffer("tracker_search", []string{"rowid", "title", "description", "comments"}, ""),
+		by:     newRowBuffer("tracker_record_by", []string{"seq", "by"}, "ON CONFLICT DO NOTHING")}
+}
 
-// Flush writes every counter held and forgets them: a record after the
-// flush reads the project's row again.
-func (p projectCounters) Flush(ctx context.Context, tx *sql.Tx, at statelog.Applying) error {
-	keys := make([]string, 0, len(p))
-	for k := range p {
+func newHistBuffer() *rowBuffer {
+	return newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at"}, "")
+}
+
+// Flush writes everything held and forgets it: a record after the flush
+// reads the projects' rows again.
+func (h *heldRows) Flush(ctx context.Context, tx *sql.Tx, at statelog.Applying) error {
+	keys := make([]string, 0, len(h.counters))
+	for k := range h.counters {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		c := p[k]
+		c := h.counters[k]
 		if _, err := at.Exec(ctx, tx, `UPDATE tracker_projects SET last_number = ?, version = max(version, ?), scoped_through = max(scoped_through, ?) WHERE key = ?`,
 			c.last, c.version, c.scoped, k); err != nil {
 			return err
 		}
 	}
-	clear(p)
+	clear(h.counters)
+	for _, b := range []*rowBuffer{h.hist, h.keys, h.search, h.by} {
+		if _, err := b.flush(ctx, tx, at.Exec); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // counter is project's counter as the creates before this one left it,
 // and whether item is filed already; nil where there is no such project.
 func (a *apply) counter(project, item string) (c *projectCounter, filed bool, err error) {
-	if c = a.counters[project]; c != nil {
+	if c = a.held.counters[project]; c != nil {
 		err = a.at.QueryRow(a.ctx, a.tx, `SELECT EXISTS(SELECT 1 FROM tracker_items WHERE id = ?)`, item).Scan(&filed)
 		return c, filed, err
 	}
@@ -70,7 +91,7 @@ func (a *apply) counter(project, item string) (c *projectCounter, filed bool, er
 		return nil, false, err
 	}
 	c = &projectCounter{last: last}
-	a.counters[project] = c
+	a.held.counters[project] = c
 	return c, filed, nil
 }
 
