@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crewlet/crewlet/internal/loopback"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -32,7 +32,7 @@ func startBenchFleet(ctx context.Context, dir string, n int) (stop func(), urls 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	ports, err := freeLoopbackPorts(2 * n)
+	ports, err := loopback.Ports(2 * n)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -107,7 +107,7 @@ stream:
 // loopback, each with its data under dir, more than one joined as a
 // cluster, and waits for every /readyz.
 func startRqliteCluster(ctx context.Context, bin, dir string, n int) (stop func(), urls []string, err error) {
-	ports, err := freeLoopbackPorts(2 * n)
+	ports, err := loopback.Ports(2 * n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,21 +222,6 @@ func (g childGroup) stop() {
 		}
 		c.log.Close()
 	}
-}
-
-// freeLoopbackPorts finds n distinct free loopback ports, holding each
-// until all are found so none is handed out twice.
-func freeLoopbackPorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // nodesWord says "1 node" or "3 nodes".

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crewlet/crewlet/internal/loopback"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/tools"
 )
@@ -85,34 +85,18 @@ func BuildBinary(t testing.TB) string {
 	return binPath
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago
-// and that no earlier call in this process returned: the kernel hands a
-// port it just freed to the next listen on port 0 as readily as any, and
-// a fleet given one port twice (a node's client listener on another's
-// route port) never starts.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// outside the ephemeral range (so no connection of a suite running beside
+// this one takes it before the child binds it), and that no earlier call
+// in this process returned.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
-		}
+	ports, err := loopback.Ports(1)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return ports[0]
 }
-
-// portsGiven are the ports FreePort returned.
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // Serve is one running `crewlet serve`.
 type Serve struct {
