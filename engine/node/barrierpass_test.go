@@ -60,7 +60,7 @@ func TestBarriersPassedWithoutATransaction(t *testing.T) {
 	// With nothing after them, held barriers commit on their own, within
 	// the write wait a commit's waiters are given.
 	readPast()
-	end := rep.Applied()
+	end := passedLogEnd(t, n)
 	enginetest.CheckFor(t, node.DefaultWriteWait, 10*time.Millisecond, func() error {
 		cp, err := rep.Checkpoint(ctx)
 		if err == nil && cp.Seq < end {
@@ -72,7 +72,7 @@ func TestBarriersPassedWithoutATransaction(t *testing.T) {
 	// A clean stop commits what is held: the next boot finds the reader
 	// level with the checkpoint.
 	readPast()
-	end = rep.Applied()
+	end = passedLogEnd(t, n)
 	n.Close()
 	rec := enginetest.NewRecorder()
 	n = enginetest.OpenNode(t, node.Config{DataDir: dir, Logger: rec.Logger()})
@@ -128,6 +128,25 @@ func readPastEnd(t *testing.T, n *node.Node) {
 		t.Fatalf("a linearizable read begun at log end %d answered seen_through %d", info.LastSeq, got.SeenThrough.Seq)
 	}
 	checkAckFloor(t, n)
+}
+
+// passedLogEnd waits for the applier to pass the log's end, the barrier
+// of the read before (a read is answered once the record before its
+// barrier is applied, so it may return before the barrier is passed),
+// and returns it.
+func passedLogEnd(t *testing.T, n *node.Node) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	info, err := n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, node.DefaultWriteWait)
+	defer cancel()
+	if err := n.Replica(engine.DomainTracker).WaitApplied(wctx, info.LastSeq); err != nil {
+		t.Fatalf("the applier did not pass the log's end %d: %v", info.LastSeq, err)
+	}
+	return info.LastSeq
 }
 
 // readConcurrently reads ENG-1 at linearizable on conc goroutines, per
