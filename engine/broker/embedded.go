@@ -219,13 +219,12 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if o.Logger != nil {
-		ns.SetLoggerV2(newSlogLogger(o.Logger), false, false, false)
-	}
+	logger := newSlogLogger(o.Logger)
+	ns.SetLoggerV2(logger, false, false, false)
 	ns.Start()
-	if !ns.ReadyForConnections(readyWait) {
+	if err := waitReady(ns, logger); err != nil {
 		ns.Shutdown()
-		return nil, fmt.Errorf("broker: the embedded nats-server did not become ready in %v", readyWait)
+		return nil, err
 	}
 	if err := CheckSync(ns, o.Sync); err != nil {
 		ns.Shutdown()
@@ -279,6 +278,26 @@ func CheckSync(ns *server.Server, want Sync) error {
 		return fmt.Errorf("broker: stream.sync is %s but the running broker syncs %s; refusing to boot, because every acknowledged write would promise the wrong thing", want, got)
 	}
 	return nil
+}
+
+// waitReady waits up to readyWait for the server to take connections,
+// refusing at once where it logged a fatal line: nats-server logs a route
+// listener it could not open and runs on without one, and its peers would
+// wait out the cluster wait for a cluster that never forms.
+func waitReady(ns *server.Server, logger *slogLogger) error {
+	deadline := time.Now().Add(readyWait)
+	for {
+		ready := ns.ReadyForConnections(50 * time.Millisecond)
+		if f := logger.fatalLine(); f != "" {
+			return fmt.Errorf("broker: the embedded nats-server cannot run as configured: %s; free the port or set stream.cluster.listen (or stream.client.listen) to another", f)
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("broker: the embedded nats-server did not become ready in %v", readyWait)
+		}
+	}
 }
 
 // readyWait bounds how long a boot waits for the embedded server to take
