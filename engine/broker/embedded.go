@@ -289,7 +289,11 @@ func waitReady(ns *server.Server, logger *slogLogger) error {
 	for {
 		ready := ns.ReadyForConnections(50 * time.Millisecond)
 		if f := logger.fatalLine(); f != "" {
-			return fmt.Errorf("broker: the embedded nats-server cannot run as configured: %s; free the port or set stream.cluster.listen (or stream.client.listen) to another", f)
+			hint := ""
+			if strings.Contains(f, "listening on") {
+				hint = "; free the port, or set stream.cluster.listen (routes) or stream.client.listen (clients) to another"
+			}
+			return fmt.Errorf("broker: the embedded nats-server cannot run as configured: %s%s", f, hint)
 		}
 		if ready {
 			return nil

@@ -4,8 +4,8 @@
 // read transactions deferred, and hot statements prepared once per
 // connection without ever waiting for a second connection while holding one;
 // a Checkpointer copies the WAL back into the database off the commit path;
-// multi-row statements are cut into chunks of a few fixed lengths (Chunks)
-// and spelled with Placeholders and Tuples.
+// multi-row statements are cut into chunks of a few lengths (ChunkLen,
+// Chunks) and spelled with Placeholders and Tuples.
 package sqlite
 
 import (

@@ -139,7 +139,8 @@ type Applying struct {
 
 // Held is what a domain keeps back across the records of one apply
 // transaction and writes once, at its end, rather than once a record (the
-// tracker's project counters, which every create moves). The applier
+// tracker's creates: their projects' counters and the rows no create
+// reads). The applier
 // flushes it after the batch's last record, before the framework's rows
 // and the checkpoint; a domain flushes it itself before a record that
 // reads what it holds back. A retry of the batch starts with nothing

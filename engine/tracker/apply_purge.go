@@ -142,11 +142,11 @@ func (a *apply) destroy(it *itemRow) error {
 const bulkRowSelect = `SELECT id, project, status, assignee, reopens, handoffs, version, scoped_through, updated_at FROM tracker_items WHERE id IN (`
 
 // preload reads the items of a bulk record, many to a statement (in the
-// chunks rowBuffer.flush describes, so the texts are few and prepared),
+// chunks sqlite.ChunkLen gives, so the texts are few and prepared),
 // as partial rows: a partial row is only ever written light (writeItem).
 func (a *apply) preload(ids []string) error {
 	for start := 0; start < len(ids); {
-		n := chunkRows(len(ids)-start, MaxRowsPerStatement)
+		n := sqlite.ChunkLen(len(ids)-start, MaxRowsPerStatement)
 		args := make([]any, n)
 		for i, id := range ids[start : start+n] {
 			args[i] = id

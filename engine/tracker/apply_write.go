@@ -130,11 +130,11 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 	if !l.touched {
 		return nil
 	}
-	// In the chunks rowBuffer.flush describes, so the texts are few and
+	// In the chunks sqlite.ChunkLen gives, so the texts are few and
 	// prepared once.
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-2)
 	for start := 0; start < len(l.touch); {
-		n := chunkRows(len(l.touch)-start, per)
+		n := sqlite.ChunkLen(len(l.touch)-start, per)
 		args := append([]any{l.seq, l.ts}, l.touch[start:start+n]...)
 		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
 			return err

@@ -3,7 +3,6 @@ package tracker
 import (
 	"context"
 	"database/sql"
-	"math/bits"
 	"strings"
 	"sync"
 
@@ -49,10 +48,6 @@ func BindLimit(ctx context.Context, q interface {
 	return bindLimit
 }
 
-// smallChunk is the longest short chunk rowBuffer.flush sends as it is;
-// a longer one is cut into powers of two.
-const smallChunk = 8
-
 // rowBuffer collects the rows of one child table and writes them as
 // multi-row inserts, each at most MaxRowsPerStatement rows and within the
 // probed bind-parameter limit.
@@ -76,29 +71,14 @@ func (b *rowBuffer) add(vals ...any) { b.args = append(b.args, vals...) }
 
 func (b *rowBuffer) rows() int { return len(b.args) / b.cols }
 
-// chunkRows is how many of rem buffered rows the next statement takes:
-// a whole chunk (per), else the largest power of two that fits, else
-// (at most smallChunk) all of them.
-func chunkRows(rem, per int) int {
-	switch {
-	case rem >= per:
-		return per
-	case rem <= smallChunk:
-		return rem
-	default:
-		return 1 << (bits.Len(uint(rem)) - 1)
-	}
-}
-
 // flush writes the buffered rows and empties the buffer; it returns how
 // many rows it sent.
 //
 // Every statement goes through prepared (a statement prepared once per
 // connection): parsing a many-row statement each time cost more than
 // running it (a bulk record's 800 rows parsed were most of its apply).
-// So that the texts are few, the rows go in chunks of a whole chunk, a
-// power of two or at most smallChunk rows: at most a score of texts a
-// table.
+// So that the texts are few, the rows go in the chunks sqlite.ChunkLen
+// gives: at most a score of texts a table.
 func (b *rowBuffer) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) (int, error) {
 	return b.each(ctx, tx, func(q string, args []any) error {
 		var err error
@@ -120,25 +100,14 @@ func (b *rowBuffer) each(ctx context.Context, tx *sql.Tx, run func(q string, arg
 		return 0, nil
 	}
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)/b.cols)
-	one := "(" + sqlite.Placeholders(b.cols) + ")"
 	var full string // the statement for a whole chunk, built once
 	for start := 0; start < total; {
-		n := chunkRows(total-start, per)
+		n := sqlite.ChunkLen(total-start, per)
 		var q string
 		if n == per && full != "" {
 			q = full
 		} else {
-			var sb strings.Builder
-			sb.WriteString(b.head)
-			for i := 0; i < n; i++ {
-				if i > 0 {
-					sb.WriteByte(',')
-				}
-				sb.WriteString(one)
-			}
-			sb.WriteByte(' ')
-			sb.WriteString(b.tail)
-			q = sb.String()
+			q = b.head + sqlite.Tuples(n, b.cols) + " " + b.tail
 			if n == per {
 				full = q
 			}
