@@ -130,6 +130,9 @@ func TestServeMetrics(t *testing.T) {
 	moved("crewlet_tool_calls", map[string]string{"tool": "list_projects", "surface": "seat"}, 1)
 	moved("crewlet_statelog_barrier_appends", tracker, 1)
 	moved("crewlet_statelog_barrier_reads", tracker, 1)
+	for _, phase := range []string{"decide", "append", "settle"} {
+		moved("crewlet_statelog_write_phase_seconds", map[string]string{"domain": "tracker", "phase": phase}, 2)
+	}
 	moved("crewlet_statelog_apply_tx_seconds", tracker, 1)
 	moved("crewlet_statelog_apply_batch_seconds", tracker, 1)
 	moved("crewlet_statelog_seq", tracker, 2)

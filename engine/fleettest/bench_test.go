@@ -17,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
+	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -303,6 +304,7 @@ func BenchmarkFollowerLinearizablePhases(b *testing.B) {
 // reports applied writes per second beside the bare limit measured in the
 // same run on the same cluster: 64 writers publishing synchronously to an
 // R3 stream of their own, spread over the same three nodes' connections.
+// Also the mean time a write spent deciding, appending and settling.
 func BenchmarkAppliedWritesConcurrency64(b *testing.B) {
 	// Each node's reader as it runs (one replica on the node's own
 	// server), and as a group on the stream's replicas, in one run.
@@ -329,47 +331,16 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		Storage: jetstream.FileStorage, Replicas: 3}); err != nil {
 		b.Fatal(err)
 	}
-	// run also says the CPU the process used per operation, and how many
-	// cores' worth it kept busy: the three nodes share this machine's
-	// cores with their brokers, so a rate taken with them saturated is
-	// the CPU each write costs three nodes, not their latency.
-	run := func(op func(w int) bool) (perSec float64, failed int64, cpuPerOp time.Duration, cores float64) {
-		var next, ok, other atomic.Int64
-		var wg sync.WaitGroup
-		t0, c0 := time.Now(), enginetest.CPUTime()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for next.Add(1) <= int64(b.N) {
-					if op(w) {
-						ok.Add(1)
-					} else {
-						other.Add(1)
-					}
-				}
-			}(w)
-		}
-		wg.Wait()
-		wall, cpu := time.Since(t0), enginetest.CPUTime()-c0
-		return float64(ok.Load()) / wall.Seconds(), other.Load(), cpu / time.Duration(max(1, ok.Load())), cpu.Seconds() / wall.Seconds()
-	}
 	b.ResetTimer()
-	bare, _, bareCPU, _ := run(func(w int) bool {
+	bare, _, bareCPU, _ := byWorkers(b.N, workers, func(w int) bool {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := c.Node(w%c.Size()).Broker().JS.Publish(pctx, fmt.Sprintf("bare.%d", w), []byte("x"))
 		return err == nil
 	})
-	batches := func() (n, d uint64) {
-		for i := range c.Size() {
-			bn, bd := c.Node(i).Tracker().Replica().(*statelog.Replica).ApplyBatches()
-			n, d = n+bn, d+bd
-		}
-		return n, d
-	}
-	n0, d0 := batches()
-	applied, other, writeCPU, cores := run(func(w int) bool {
+	n0, d0 := fleetBatches(c)
+	before := fleetWritePhases(c)
+	applied, other, writeCPU, cores := byWorkers(b.N, workers, func(w int) bool {
 		title := fmt.Sprint(w)
 		// Bounded: a write that never answers is counted, not waited for.
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -378,7 +349,7 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 		return err == nil && r.Outcome == engine.Applied
 	})
 	b.StopTimer()
-	n1, d1 := batches()
+	n1, d1 := fleetBatches(c)
 	b.ReportMetric(bare, "bare-publishes/s")
 	b.ReportMetric(applied, "applied-writes/s")
 	b.ReportMetric(float64(d1-d0)/float64(max(1, n1-n0)), "records/apply")
@@ -387,4 +358,51 @@ func appliedWrites64(b *testing.B, groupReaders bool) {
 	b.ReportMetric(float64(bareCPU.Microseconds()), "bare-cpu-µs/publish")
 	b.ReportMetric(float64(writeCPU.Microseconds()), "cpu-µs/write")
 	b.ReportMetric(cores, "cores-busy")
+	enginetest.ReportWritePhases(b, before, fleetWritePhases(c))
+}
+
+// byWorkers runs op n times over workers goroutines and says how many
+// succeeded a second, how many did not, and the CPU the process used per
+// success and how many cores' worth it kept busy: the three nodes share
+// this machine's cores with their brokers, so a rate taken with them
+// saturated is the CPU each write costs three nodes, not their latency.
+func byWorkers(n, workers int, op func(w int) bool) (perSec float64, failed int64, cpuPerOp time.Duration, cores float64) {
+	var next, ok, other atomic.Int64
+	var wg sync.WaitGroup
+	t0, c0 := time.Now(), enginetest.CPUTime()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if op(w) {
+					ok.Add(1)
+				} else {
+					other.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	wall, cpu := time.Since(t0), enginetest.CPUTime()-c0
+	return float64(ok.Load()) / wall.Seconds(), other.Load(), cpu / time.Duration(max(1, ok.Load())), cpu.Seconds() / wall.Seconds()
+}
+
+// fleetBatches counts the tracker's apply batches and the deliveries they
+// carried, over the cluster's nodes.
+func fleetBatches(c *fleettest.Cluster) (n, d uint64) {
+	for i := range c.Size() {
+		bn, bd := c.Node(i).Tracker().Replica().(*statelog.Replica).ApplyBatches()
+		n, d = n+bn, d+bd
+	}
+	return n, d
+}
+
+// fleetWritePhases is the tracker's write phases over the cluster's nodes.
+func fleetWritePhases(c *fleettest.Cluster) map[string]metrics.PhaseTotal {
+	var regs []*metrics.Registry
+	for i := range c.Size() {
+		regs = append(regs, c.Node(i).Metrics())
+	}
+	return enginetest.WritePhases(string(engine.DomainTracker), regs...)
 }

@@ -153,12 +153,15 @@ func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
 	b.ReportMetric(reads/float64(barriers), "reads/barrier")
 }
 
-// BenchmarkAppliedWrite: update_work_item until applied, one writer.
+// BenchmarkAppliedWrite: update_work_item until applied, one writer, and
+// the mean time a write spent deciding, appending and settling.
 func BenchmarkAppliedWrite(b *testing.B) {
-	svc := benchNode(b)
+	n := enginetest.OpenNode(b, node.Config{})
+	svc := seedBenchNode(b, n)
 	ctx := context.Background()
 	var lat enginetest.Latencies
 	b.ResetTimer()
+	phases := enginetest.WritePhases(string(engine.DomainTracker), n.Metrics())
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		w, err := svc.UpdateWorkItem(ctx, engine.WriteOptions{}, "ENG-1", 0, tracker.ItemPatch{Title: ptr(fmt.Sprintf("t%d", i))})
@@ -169,6 +172,7 @@ func BenchmarkAppliedWrite(b *testing.B) {
 	}
 	b.StopTimer()
 	lat.Report(b)
+	enginetest.ReportWritePhases(b, phases, enginetest.WritePhases(string(engine.DomainTracker), n.Metrics()))
 }
 
 // BenchmarkBareMultiRowInsert: 1 000-row multi-row inserts, 4 000 rows a

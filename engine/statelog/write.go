@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
@@ -166,7 +167,9 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 				return res, err
 			}
 		}
+		began := time.Now()
 		prop, anchor, err := r.decide(ctx, decide)
+		r.cfg.Metrics.WritePhase(metrics.PhaseDecide, time.Since(began))
 		if err != nil {
 			// A refusal decided from this node's rows is only as strong as
 			// the rows: establish the log's end, catch up, decide again.
@@ -183,9 +186,14 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 		if err != nil {
 			return out, err
 		}
+		began = time.Now()
 		ack, err := r.publish(ctx, op, prop, data, anchor)
+		answered := time.Now()
+		r.cfg.Metrics.WritePhase(metrics.PhaseAppend, answered.Sub(began))
 		again := func() (PubAck, error) { return r.publish(ctx, op, prop, data, anchor) }
-		if done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err, again); done {
+		done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err, again)
+		r.cfg.Metrics.WritePhase(metrics.PhaseSettle, time.Since(answered))
+		if done {
 			return res, err
 		}
 	}
