@@ -15,7 +15,8 @@ import (
 // starts itself (and, when CREWLET_RQLITED names an rqlited binary built
 // from rqlite's source, against rqlite beside it): every workload
 // completes operations on every target, and the table names them with the
-// ratio column when there are two targets. The figures themselves are the
+// ratio column when there are two targets; Crewlet's writes, and only
+// they, say where their time went. The figures themselves are the
 // benchmark's, never asserted.
 func TestBenchCommand(t *testing.T) {
 	args := []string{"bench", "--rounds", "1", "--duration", "300ms", "--workloads", "write,read_linearizable,read_stale"}
@@ -43,12 +44,22 @@ func TestBenchCommand(t *testing.T) {
 		if f.Ok == 0 {
 			t.Errorf("%s %s completed nothing: %d failed, first: %s", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
+		// Crewlet's writes say where their time went, read from the
+		// node's /metrics: every applied write decided, appended and
+		// settled. Nothing else says so.
+		phased := f.Target == "crewlet" && strings.HasPrefix(f.Workload, "write")
+		for _, p := range []string{"decide", "append", "settle"} {
+			if took, ok := f.WritePhases[p]; phased != ok || (phased && took <= 0) {
+				t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
+			}
+		}
 	}
 	var table bytes.Buffer
 	if err := peerbench.WriteTable(&table, figs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "read_linearizable c=64") || (targets == 2) != strings.Contains(table.String(), "crewlet/rqlite") {
+	if !strings.Contains(table.String(), "read_linearizable c=64") || (targets == 2) != strings.Contains(table.String(), "crewlet/rqlite") ||
+		!strings.Contains(table.String(), "DECIDE") {
 		t.Errorf("table:\n%s", table.String())
 	}
 	if err := exec.Command(BuildBinary(t), "bench", "--rounds", "0").Run(); err == nil {

@@ -84,6 +84,9 @@ type Figure struct {
 	Ok        int           `json:"ok"`
 	Failed    int           `json:"failed"`
 	FirstErr  string        `json:"first_error,omitempty"`
+	// WritePhases is, for a target that says (Phaser) and a workload that
+	// writes, the mean time a write's round spent in each phase.
+	WritePhases map[string]time.Duration `json:"write_phases_ns,omitempty"`
 }
 
 // Run sets every target up, then runs the rounds.
@@ -100,6 +103,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		firstErr string
 		target   string
 		workload string
+		phases   phaseSums
 	}
 	accs := map[string]*acc{}
 	var order []string
@@ -108,14 +112,14 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 			for k := range c.Targets {
 				// Alternate which target goes first, round by round.
 				t := c.Targets[(k+r)%len(c.Targets)]
-				m := measure(ctx, t, w, c.PerRound)
 				key := t.Name() + "|" + w.String()
 				a := accs[key]
 				if a == nil {
-					a = &acc{target: t.Name(), workload: w.String()}
+					a = &acc{target: t.Name(), workload: w.String(), phases: phaseSums{}}
 					accs[key] = a
 					order = append(order, key)
 				}
+				m := measurePhased(ctx, t, w, c.PerRound, a.phases)
 				a.rates = append(a.rates, float64(len(m.lats))/m.elapsed.Seconds())
 				a.lats = append(a.lats, m.lats...)
 				a.ok += len(m.lats)
@@ -136,7 +140,8 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 	for _, key := range order {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
-			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr})
+			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
+			WritePhases: a.phases.means()})
 	}
 	return out, nil
 }
@@ -214,7 +219,8 @@ func percentile(xs []time.Duration, p float64) time.Duration {
 
 // WriteTable prints one row per workload: each target's ops/s and p50,
 // and, where there are two targets, the first's throughput as a ratio of
-// the second's.
+// the second's; then, where a target said, where its writes spent their
+// time.
 func WriteTable(w io.Writer, figs []Figure) error {
 	var targets, workloads []string
 	by := map[string]Figure{}
@@ -260,7 +266,7 @@ func WriteTable(w io.Writer, figs []Figure) error {
 			fmt.Fprintf(w, "%s %s: %d failed, first: %s\n", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
 	}
-	return nil
+	return writePhases(w, figs)
 }
 
 func round(d time.Duration) time.Duration {
