@@ -85,12 +85,12 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	defer os.RemoveAll(scratch)
 	cw := &peerbench.Crewlet{BaseURLs: o.nodes}
 	if len(o.nodes) == 0 {
-		stop, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas)
+		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		cw.BaseURLs, cw.Token = urls, tok
+		defer g.stop()
+		cw.BaseURLs, cw.Token, cw.PIDs = urls, tok, g.pids()
 		fmt.Fprintf(c.Stderr, "crewlet: %s on loopback, logs at %d replica(s): %s\n", nodesWord(o.replicas), o.replicas, strings.Join(urls, " "))
 	} else {
 		tok, found, err := token.Find(o.tokenFile, token.EnvOperator, o.dataDir)
@@ -103,17 +103,22 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		cw.Token = tok
 	}
 	targets := []peerbench.Target{cw}
+	var rqPIDs []int
 	if o.rqlited != "" {
-		stop, urls, err := startRqliteCluster(ctx, o.rqlited, filepath.Join(scratch, "rqlite"), o.replicas)
+		g, urls, err := startRqliteCluster(ctx, o.rqlited, filepath.Join(scratch, "rqlite"), o.replicas)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		o.rqlites = append(o.rqlites, urls...)
+		defer g.stop()
+		o.rqlites, rqPIDs = append(o.rqlites, urls...), g.pids()
 		fmt.Fprintf(c.Stderr, "rqlite: %s on loopback: %s\n", nodesWord(o.replicas), strings.Join(urls, " "))
 	}
 	if len(o.rqlites) > 0 {
-		targets = append(targets, &peerbench.Rqlite{BaseURLs: o.rqlites})
+		// The processes are known only where every node is the bench's own.
+		if len(rqPIDs) != len(o.rqlites) {
+			rqPIDs = nil
+		}
+		targets = append(targets, &peerbench.Rqlite{BaseURLs: o.rqlites, PIDs: rqPIDs})
 	}
 	defer func() {
 		for _, t := range targets {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 // starts itself (and, when CREWLET_RQLITED names an rqlited binary built
 // from rqlite's source, against rqlite beside it): every workload
 // completes operations on every target, and the table names them with the
-// ratio column when there are two targets; Crewlet's writes, and only
+// ratio column when there are two targets; every figure has the CPU its
+// target's processes spent an operation; Crewlet's writes, and only
 // they, say where their time went. The figures themselves are the
 // benchmark's, never asserted.
 func TestBenchCommand(t *testing.T) {
@@ -40,9 +42,13 @@ func TestBenchCommand(t *testing.T) {
 	if len(figs) != 6*targets {
 		t.Fatalf("bench printed %d figures, want 6 workloads on %d targets: %+v", len(figs), targets, figs)
 	}
+	measuredCPU := map[string]bool{}
 	for _, f := range figs {
 		if f.Ok == 0 {
 			t.Errorf("%s %s completed nothing: %d failed, first: %s", f.Target, f.Workload, f.Failed, f.FirstErr)
+		}
+		if f.CPUPerOp > 0 {
+			measuredCPU[f.Target] = true
 		}
 		// Crewlet's writes say where their time went, read from the
 		// node's /metrics: every applied write decided, appended and
@@ -54,12 +60,20 @@ func TestBenchCommand(t *testing.T) {
 			}
 		}
 	}
+	// Both targets' processes are the bench's own, so the CPU they spent
+	// is read (on Linux, from /proc). In 10 ms ticks: a short workload
+	// on a loaded machine may not reach one, the whole run does.
+	for _, tg := range []string{"crewlet", "rqlite"}[:targets] {
+		if runtime.GOOS == "linux" && !measuredCPU[tg] {
+			t.Errorf("no figure of %s has the CPU its processes spent", tg)
+		}
+	}
 	var table bytes.Buffer
 	if err := peerbench.WriteTable(&table, figs); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(table.String(), "read_linearizable c=64") || (targets == 2) != strings.Contains(table.String(), "crewlet/rqlite") ||
-		!strings.Contains(table.String(), "DECIDE") {
+		!strings.Contains(table.String(), "DECIDE") || (runtime.GOOS == "linux") != strings.Contains(table.String(), "crewlet CPU/OP") {
 		t.Errorf("table:\n%s", table.String())
 	}
 	if err := exec.Command(BuildBinary(t), "bench", "--rounds", "0").Run(); err == nil {

@@ -26,8 +26,9 @@ import (
 // startBenchFleet runs n of this binary's `crewlet serve` on loopback, each
 // with its data under dir; more than one form a fleet whose embedded
 // brokers are clustered and whose logs have n replicas. It waits for
-// every /readyz and returns the nodes' base URLs and their operator token.
-func startBenchFleet(ctx context.Context, dir string, n int) (stop func(), urls []string, tok string, err error) {
+// every /readyz and returns the processes, the nodes' base URLs and their
+// operator token.
+func startBenchFleet(ctx context.Context, dir string, n int) (g childGroup, urls []string, tok string, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, "", err
@@ -49,7 +50,6 @@ func startBenchFleet(ctx context.Context, dir string, n int) (stop func(), urls 
 		}
 		tok = hex.EncodeToString(raw)
 	}
-	var g childGroup
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("n%d", i+1)
 		nodeDir := filepath.Join(dir, name)
@@ -80,7 +80,7 @@ func startBenchFleet(ctx context.Context, dir string, n int) (stop func(), urls 
 		}
 		tok = strings.TrimSpace(string(b))
 	}
-	return g.stop, urls, tok, nil
+	return g, urls, tok, nil
 }
 
 // writeFleetConfig writes one fleet member's configuration: its name, the
@@ -105,8 +105,9 @@ stream:
 
 // startRqliteCluster runs n rqlite nodes from the binary at bin on
 // loopback, each with its data under dir, more than one joined as a
-// cluster, and waits for every /readyz.
-func startRqliteCluster(ctx context.Context, bin, dir string, n int) (stop func(), urls []string, err error) {
+// cluster, and waits for every /readyz; it returns the processes and the
+// nodes' base URLs.
+func startRqliteCluster(ctx context.Context, bin, dir string, n int) (g childGroup, urls []string, err error) {
 	ports, err := loopback.Ports(2 * n)
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +117,6 @@ func startRqliteCluster(ctx context.Context, bin, dir string, n int) (stop func(
 	for _, p := range rafts {
 		join = append(join, fmt.Sprintf("127.0.0.1:%d", p))
 	}
-	var g childGroup
 	for i := 0; i < n; i++ {
 		nodeDir := filepath.Join(dir, fmt.Sprintf("r%d", i+1))
 		url := fmt.Sprintf("http://127.0.0.1:%d", https[i])
@@ -133,7 +133,7 @@ func startRqliteCluster(ctx context.Context, bin, dir string, n int) (stop func(
 	if err := g.waitReady(ctx); err != nil {
 		return nil, nil, err
 	}
-	return g.stop, urls, nil
+	return g, urls, nil
 }
 
 // childGroup is the server processes one target is made of.
@@ -222,6 +222,15 @@ func (g childGroup) stop() {
 		}
 		c.log.Close()
 	}
+}
+
+// pids are the group's processes.
+func (g childGroup) pids() []int {
+	out := make([]int, 0, len(g))
+	for _, c := range g {
+		out = append(out, c.cmd.Process.Pid)
+	}
+	return out
 }
 
 // nodesWord says "1 node" or "3 nodes".

@@ -25,6 +25,8 @@ type Crewlet struct {
 	Token    string
 	// Project is the key the workloads write under (default BENCH).
 	Project string
+	// PIDs are the nodes' processes, where the bench started them.
+	PIDs []int
 
 	http    *http.Client
 	mu      sync.Mutex

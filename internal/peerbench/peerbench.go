@@ -87,6 +87,9 @@ type Figure struct {
 	// WritePhases is, for a target that says (Phaser) and a workload that
 	// writes, the mean time a write's round spent in each phase.
 	WritePhases map[string]time.Duration `json:"write_phases_ns,omitempty"`
+	// CPUPerOp is the CPU time the target's server processes used per
+	// operation completed, where the bench started them (CPUMeter).
+	CPUPerOp time.Duration `json:"cpu_per_op_ns,omitempty"`
 }
 
 // Run sets every target up, then runs the rounds.
@@ -103,7 +106,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		firstErr string
 		target   string
 		workload string
-		phases   phaseSums
+		costs    costs
 	}
 	accs := map[string]*acc{}
 	var order []string
@@ -115,11 +118,11 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 				key := t.Name() + "|" + w.String()
 				a := accs[key]
 				if a == nil {
-					a = &acc{target: t.Name(), workload: w.String(), phases: phaseSums{}}
+					a = &acc{target: t.Name(), workload: w.String(), costs: costs{phases: phaseSums{}}}
 					accs[key] = a
 					order = append(order, key)
 				}
-				m := measurePhased(ctx, t, w, c.PerRound, a.phases)
+				m := measureCosts(ctx, t, w, c.PerRound, &a.costs)
 				a.rates = append(a.rates, float64(len(m.lats))/m.elapsed.Seconds())
 				a.lats = append(a.lats, m.lats...)
 				a.ok += len(m.lats)
@@ -141,7 +144,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
 			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
-			WritePhases: a.phases.means()})
+			WritePhases: a.costs.phases.means(), CPUPerOp: a.costs.perOp(a.ok)})
 	}
 	return out, nil
 }
@@ -217,10 +220,11 @@ func percentile(xs []time.Duration, p float64) time.Duration {
 	return s[int(p*float64(len(s)-1))]
 }
 
-// WriteTable prints one row per workload: each target's ops/s and p50,
-// and, where there are two targets, the first's throughput as a ratio of
-// the second's; then, where a target said, where its writes spent their
-// time.
+// WriteTable prints one row per workload: each target's ops/s, p50, p99,
+// failures and, where known, CPU per operation; where there are two
+// targets, the first's throughput as a ratio of the second's and its CPU
+// per operation as a ratio of the second's (below 1: it spent less);
+// then, where a target said, where its writes spent their time.
 func WriteTable(w io.Writer, figs []Figure) error {
 	var targets, workloads []string
 	by := map[string]Figure{}
@@ -233,13 +237,23 @@ func WriteTable(w io.Writer, figs []Figure) error {
 		}
 		by[f.Target+"|"+f.Workload] = f
 	}
+	cpu := false
+	for _, f := range figs {
+		cpu = cpu || f.CPUPerOp > 0
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "WORKLOAD\t")
 	for _, t := range targets {
 		fmt.Fprintf(tw, "%s OPS/S\t%s P50\t%s P99\t%s FAILED\t", t, t, t, t)
+		if cpu {
+			fmt.Fprintf(tw, "%s CPU/OP\t", t)
+		}
 	}
 	if len(targets) == 2 {
 		fmt.Fprintf(tw, "%s/%s\t", targets[0], targets[1])
+		if cpu {
+			fmt.Fprintf(tw, "CPU/OP %s/%s\t", targets[0], targets[1])
+		}
 	}
 	fmt.Fprintln(tw)
 	for _, wl := range workloads {
@@ -247,13 +261,15 @@ func WriteTable(w io.Writer, figs []Figure) error {
 		for _, t := range targets {
 			f := by[t+"|"+wl]
 			fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t", f.OpsPerSec, round(f.P50), round(f.P99), f.Failed)
+			if cpu {
+				fmt.Fprintf(tw, "%s\t", orDash(f.CPUPerOp > 0, round(f.CPUPerOp).String()))
+			}
 		}
 		if len(targets) == 2 {
 			a, b := by[targets[0]+"|"+wl], by[targets[1]+"|"+wl]
-			if b.OpsPerSec > 0 {
-				fmt.Fprintf(tw, "%.2f\t", a.OpsPerSec/b.OpsPerSec)
-			} else {
-				fmt.Fprint(tw, "-\t")
+			fmt.Fprintf(tw, "%s\t", orDash(b.OpsPerSec > 0, fmt.Sprintf("%.2f", a.OpsPerSec/float64(max(b.OpsPerSec, 1e-9)))))
+			if cpu {
+				fmt.Fprintf(tw, "%s\t", orDash(a.CPUPerOp > 0 && b.CPUPerOp > 0, fmt.Sprintf("%.2f", float64(a.CPUPerOp)/float64(max(b.CPUPerOp, 1)))))
 			}
 		}
 		fmt.Fprintln(tw)
@@ -278,6 +294,14 @@ func round(d time.Duration) time.Duration {
 	default:
 		return d.Round(time.Microsecond)
 	}
+}
+
+// orDash is s where known, else "-".
+func orDash(known bool, s string) string {
+	if !known {
+		return "-"
+	}
+	return s
 }
 
 func contains(xs []string, x string) bool {

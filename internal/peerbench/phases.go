@@ -97,22 +97,6 @@ func (s phaseSums) means() map[string]time.Duration {
 	return out
 }
 
-// measurePhased measures w on t and, where t is a Phaser and w writes,
-// adds to sums what the measurement's writes spent in each phase. A
-// reading that fails leaves the phases out, never the measurement.
-func measurePhased(ctx context.Context, t Target, w Workload, d time.Duration, sums phaseSums) measurement {
-	ph, ok := t.(Phaser)
-	if !ok || w.Kind != Write {
-		return measure(ctx, t, w, d)
-	}
-	before, berr := ph.WritePhases(ctx)
-	m := measure(ctx, t, w, d)
-	if after, err := ph.WritePhases(ctx); berr == nil && err == nil {
-		sums.add(before, after)
-	}
-	return m
-}
-
 // writePhases prints, under the table, where each target's writes spent
 // their time: the mean of each phase over a write's rounds.
 func writePhases(w io.Writer, figs []Figure) error {

@@ -17,7 +17,9 @@ import (
 // rqlite itself, which the client follows.
 type Rqlite struct {
 	BaseURLs []string
-	http     *http.Client
+	// PIDs are the nodes' processes, where the bench started them.
+	PIDs []int
+	http *http.Client
 }
 
 // Name is "rqlite".
