@@ -3,7 +3,8 @@
 // log recorder that captures slog lines, a clock moved by hand, CheckFor,
 // the last write on a log (barriers aside) and a wait for a pending write
 // to land; and for benchmarks, the bare loops they are held against,
-// latency percentiles and the process's CPU time (CPUTime). Tests only.
+// latency percentiles, the process's CPU time (CPUTime) and the mean time
+// writes spent in each phase (WritePhases, ReportWritePhases). Tests only.
 package enginetest
 
 import (

@@ -2,7 +2,6 @@ package enginetest
 
 import (
 	"testing"
-	"time"
 
 	"github.com/crewlet/crewlet/engine/metrics"
 )
@@ -10,15 +9,10 @@ import (
 // WritePhases is the write phases of domain summed over the registries of
 // one or more nodes (a fleet's writes are decided on the node they were
 // sent to).
-func WritePhases(domain string, regs ...*metrics.Registry) map[string]metrics.PhaseTotal {
-	sum := map[string]metrics.PhaseTotal{}
+func WritePhases(domain string, regs ...*metrics.Registry) metrics.PhaseTotals {
+	sum := metrics.PhaseTotals{}
 	for _, r := range regs {
-		for p, t := range r.WritePhases(domain) {
-			s := sum[p]
-			s.Rounds += t.Rounds
-			s.Took += t.Took
-			sum[p] = s
-		}
+		sum.Add(r.WritePhases(domain))
 	}
 	return sum
 }
@@ -26,13 +20,11 @@ func WritePhases(domain string, regs ...*metrics.Registry) map[string]metrics.Ph
 // ReportWritePhases adds to a benchmark's figures the mean time a write's
 // round spent in each phase between the before and after readings:
 // decide-µs, append-µs and settle-µs.
-func ReportWritePhases(b *testing.B, before, after map[string]metrics.PhaseTotal) {
-	for _, p := range []string{metrics.PhaseDecide, metrics.PhaseAppend, metrics.PhaseSettle} {
-		rounds := after[p].Rounds - before[p].Rounds
-		if rounds == 0 {
-			continue
+func ReportWritePhases(b *testing.B, before, after metrics.PhaseTotals) {
+	means := after.Since(before).Means()
+	for _, p := range metrics.Phases {
+		if mean, ok := means[p]; ok {
+			b.ReportMetric(float64(mean.Nanoseconds())/1e3, p+"-µs")
 		}
-		mean := (after[p].Took - before[p].Took) / time.Duration(rounds)
-		b.ReportMetric(float64(mean.Nanoseconds())/1e3, p+"-µs")
 	}
 }

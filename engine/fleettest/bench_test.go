@@ -399,7 +399,7 @@ func fleetBatches(c *fleettest.Cluster) (n, d uint64) {
 }
 
 // fleetWritePhases is the tracker's write phases over the cluster's nodes.
-func fleetWritePhases(c *fleettest.Cluster) map[string]metrics.PhaseTotal {
+func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 	var regs []*metrics.Registry
 	for i := range c.Size() {
 		regs = append(regs, c.Node(i).Metrics())

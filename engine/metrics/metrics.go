@@ -4,8 +4,10 @@
 // the barriers and the surfaces move where their events happen, and a
 // collector that reads the node's replication state (positions, lag,
 // fill, ledger, alarms) at scrape time from what the engine already
-// knows. Each node has its own registry, never the global one, so several
-// nodes in one process (the fleet tests) do not collide.
+// knows; and the write phases' totals read back (phases.go) for the
+// benchmarks that say where a write's time went. Each node has its own
+// registry, never the global one, so several nodes in one process (the
+// fleet tests) do not collide.
 package metrics
 
 import (
@@ -14,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // Namespace prefixes every metric.
@@ -51,19 +52,6 @@ var callBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .
 // settle that waits out the 5 s write wait or a lost answer's resolution.
 var phaseBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
-// The phases of one round of a write (crewlet_statelog_write_phase_seconds).
-const (
-	// PhaseDecide is the read transaction that decides the record.
-	PhaseDecide = "decide"
-	// PhaseAppend is the append, from the checks before it is sent to the
-	// broker's answer.
-	PhaseAppend = "append"
-	// PhaseSettle is from the broker's answer to the write's own: this
-	// node applying the record, or the winner's where the round lost the
-	// arbitration, or the log read that settles a lost answer.
-	PhaseSettle = "settle"
-)
-
 // New builds a registry with every collector this package defines and
 // the Go runtime's and process's own.
 func New() *Registry {
@@ -85,7 +73,7 @@ func New() *Registry {
 	r.writeOutcomes = counter("statelog_write_outcomes", "Writes answered, by outcome: applied, pending, unknown.", "domain", "outcome")
 	r.barrierAppends = counter("statelog_barrier_appends", "Barrier records appended for linearizable reads.", "domain")
 	r.barrierReads = histogram("statelog_barrier_reads", "Linearizable reads answered by one barrier append (coalescing).", []float64{1, 2, 4, 8, 16, 32, 64, 128}, "domain")
-	r.writePhases = histogram("statelog_write_phase_seconds", "Where a write's time goes, by phase of each round: decide, append (until the broker answers), settle (until this node has applied what the answer names).", phaseBuckets, "domain", "phase")
+	r.writePhases = histogram(writePhaseName, "Where a write's time goes, by phase of each round: decide, append (until the broker answers), settle (until this node has applied what the answer names).", phaseBuckets, "domain", "phase")
 	r.txSeconds = histogram("statelog_apply_tx_seconds", "Duration of one committed apply transaction.", applyBuckets, "domain")
 	r.batchSeconds = histogram("statelog_apply_batch_seconds", "Duration of applying one delivered batch (one or more transactions, retries included).", applyBuckets, "domain")
 	r.refusals = counter("refusals", "Refusals answered, by code and surface.", "code", "surface")
@@ -190,37 +178,6 @@ func (d *Domain) Outcome(outcome string) {
 	if d != nil && outcome != "" {
 		d.r.writeOutcomes.WithLabelValues(d.domain, outcome).Inc()
 	}
-}
-
-// WritePhase observes one phase of a write's round (PhaseDecide,
-// PhaseAppend, PhaseSettle).
-func (d *Domain) WritePhase(phase string, took time.Duration) {
-	if d != nil {
-		d.r.writePhases.WithLabelValues(d.domain, phase).Observe(took.Seconds())
-	}
-}
-
-// PhaseTotal is how many rounds of writes observed a phase, and the time
-// they spent in it, since the node started.
-type PhaseTotal struct {
-	Rounds uint64
-	Took   time.Duration
-}
-
-// WritePhases reads domain's write phases so far (PhaseDecide,
-// PhaseAppend, PhaseSettle): for benchmarks saying where a write's time
-// went, and their tests.
-func (r *Registry) WritePhases(domain string) map[string]PhaseTotal {
-	out := map[string]PhaseTotal{}
-	for _, p := range []string{PhaseDecide, PhaseAppend, PhaseSettle} {
-		var m dto.Metric
-		if err := r.writePhases.WithLabelValues(domain, p).(prometheus.Metric).Write(&m); err != nil {
-			continue
-		}
-		h := m.GetHistogram()
-		out[p] = PhaseTotal{Rounds: h.GetSampleCount(), Took: time.Duration(h.GetSampleSum() * float64(time.Second))}
-	}
-	return out
 }
 
 // TxApplied observes one committed apply transaction.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -74,5 +75,34 @@ func TestRegistriesApart(t *testing.T) {
 		if err := testutil.GatherAndCompare(c.r.Gatherer(), strings.NewReader(head+`crewlet_statelog_apply_tx_aborts{domain="tracker"} `+c.want+"\n"), "crewlet_statelog_apply_tx_aborts"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWritePhasesReadBack: what a domain observes in each phase is read
+// back as rounds and time, apart from another domain's; two readings give
+// what happened between them, and its means; nodes' totals add.
+func TestWritePhasesReadBack(t *testing.T) {
+	reg := metrics.New()
+	d := reg.Domain("tracker")
+	d.WritePhase(metrics.PhaseDecide, 2*time.Millisecond)
+	reg.Domain("kb").WritePhase(metrics.PhaseDecide, time.Second)
+	before := reg.WritePhases("tracker")
+	d.WritePhase(metrics.PhaseDecide, 4*time.Millisecond)
+	d.WritePhase(metrics.PhaseDecide, 6*time.Millisecond)
+	d.WritePhase(metrics.PhaseSettle, 9*time.Millisecond)
+	after := reg.WritePhases("tracker")
+	if got := after[metrics.PhaseDecide]; got.Rounds != 3 || got.Took != 12*time.Millisecond {
+		t.Fatalf("decide read back as %+v, want 3 rounds in 12ms", got)
+	}
+	means := after.Since(before).Means()
+	want := map[string]time.Duration{metrics.PhaseDecide: 5 * time.Millisecond, metrics.PhaseSettle: 9 * time.Millisecond}
+	if len(means) != len(want) || means[metrics.PhaseDecide] != want[metrics.PhaseDecide] || means[metrics.PhaseSettle] != want[metrics.PhaseSettle] {
+		t.Fatalf("means between the readings %v, want %v (append observed nothing)", means, want)
+	}
+	sum := metrics.PhaseTotals{}
+	sum.Add(after)
+	sum.Add(after)
+	if got := sum[metrics.PhaseSettle]; got.Rounds != 2 || got.Took != 18*time.Millisecond {
+		t.Fatalf("two nodes' settles add to %+v", got)
 	}
 }

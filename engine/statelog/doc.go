@@ -6,10 +6,13 @@
 // appends are bringing, gather.go; acknowledgements to the broker are
 // spaced, acks.go; a write's answer is read in its record's apply,
 // answers.go; each wait for the checkpoint is woken when it reaches the
-// waiter's sequence, progress.go), runs the
+// waiter's sequence, progress.go; a large batch's envelopes are decoded
+// ahead of it, decodeahead.go; a domain may hold rows across one
+// transaction's records and write them at its end, Held), runs the
 // write path (decide against local rows, a refusal
 // from them settled at the log's end, publish with the op id and the
-// subject's anchor, wait for this node's own apply) and the read path
+// subject's anchor, wait for this node's own apply; each round's phases
+// timed on the domain's metrics) and the read path
 // (barrier reads for linearizable, waits for session). A gesture of
 // several records is a Walk; the node gates (evict, readmit) walk every
 // log beside the eviction gate they drive. It declares the Log it

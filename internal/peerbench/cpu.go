@@ -1,7 +1,6 @@
 package peerbench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -80,53 +79,3 @@ func (c *Crewlet) ServerCPU() (time.Duration, error) { return processesCPU(c.PID
 // ServerCPU is the CPU time the rqlite nodes' processes have used, where
 // the bench started them (PIDs).
 func (r *Rqlite) ServerCPU() (time.Duration, error) { return processesCPU(r.PIDs) }
-
-// costs is what one target's measurements of one workload cost it: its
-// writes' phases (Phaser) and its processes' CPU (CPUMeter). A reading
-// that fails leaves that figure out, never the measurement.
-type costs struct {
-	phases phaseSums
-	cpu    time.Duration
-	// cpuLost is set once a CPU reading failed: the sum then covers only
-	// some measurements and is not reported.
-	cpuLost bool
-}
-
-// measureCosts measures w on t and adds what the measurement cost to c.
-func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c *costs) measurement {
-	ph, phased := t.(Phaser)
-	phased = phased && w.Kind == Write
-	meter, metered := t.(CPUMeter)
-	var before map[string]PhaseTotal
-	var berr error
-	if phased {
-		before, berr = ph.WritePhases(ctx)
-	}
-	var cpu0 time.Duration
-	cerr := errNoProcesses
-	if metered {
-		cpu0, cerr = meter.ServerCPU()
-	}
-	m := measure(ctx, t, w, d)
-	if metered && cerr == nil {
-		cpu1, err := meter.ServerCPU()
-		cerr = err
-		c.cpu += cpu1 - cpu0
-	}
-	c.cpuLost = c.cpuLost || cerr != nil
-	if phased {
-		if after, err := ph.WritePhases(ctx); berr == nil && err == nil {
-			c.phases.add(before, after)
-		}
-	}
-	return m
-}
-
-// perOp is the CPU an operation cost, over ok operations; 0 when it is
-// not known.
-func (c *costs) perOp(ok int) time.Duration {
-	if c.cpuLost || ok == 0 {
-		return 0
-	}
-	return c.cpu / time.Duration(ok)
-}

@@ -9,6 +9,10 @@
 // rounds), so a shared machine's noise falls on both. A workload's
 // throughput is the median over rounds of the operations that succeeded
 // per second; its latency percentiles pool every successful operation.
+// What a measurement cost the target is read around it (costs.go): the
+// CPU its own processes spent, where the bench started them (cpu.go), and
+// where a Crewlet fleet's writes spent their time, from its nodes'
+// /metrics (phases.go).
 package peerbench
 
 import (
@@ -19,6 +23,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/crewlet/crewlet/engine/metrics"
 )
 
 // Target is one system under test, reached over its HTTP API.
@@ -118,7 +124,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 				key := t.Name() + "|" + w.String()
 				a := accs[key]
 				if a == nil {
-					a = &acc{target: t.Name(), workload: w.String(), costs: costs{phases: phaseSums{}}}
+					a = &acc{target: t.Name(), workload: w.String(), costs: costs{phases: metrics.PhaseTotals{}}}
 					accs[key] = a
 					order = append(order, key)
 				}
@@ -144,7 +150,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
 			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
-			WritePhases: a.costs.phases.means(), CPUPerOp: a.costs.perOp(a.ok)})
+			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok)})
 	}
 	return out, nil
 }
