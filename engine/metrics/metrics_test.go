@@ -99,6 +99,9 @@ func TestWritePhasesReadBack(t *testing.T) {
 	if len(means) != len(want) || means[metrics.PhaseDecide] != want[metrics.PhaseDecide] || means[metrics.PhaseSettle] != want[metrics.PhaseSettle] {
 		t.Fatalf("means between the readings %v, want %v (append observed nothing)", means, want)
 	}
+	if got := reg.WritePhases("kb")[metrics.PhaseDecide]; got.Rounds != 1 || got.Took != time.Second {
+		t.Fatalf("the other domain's decide read back as %+v, want its own one round of 1s", got)
+	}
 	sum := metrics.PhaseTotals{}
 	sum.Add(after)
 	sum.Add(after)
