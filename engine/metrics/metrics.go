@@ -135,6 +135,9 @@ func (r *Registry) Domain(d string) *Domain {
 	for _, o := range []string{"applied", "pending", "unknown"} {
 		r.writeOutcomes.WithLabelValues(d, o)
 	}
+	for _, p := range Phases {
+		r.writePhases.WithLabelValues(d, p)
+	}
 	return &Domain{r: r, domain: d}
 }
 

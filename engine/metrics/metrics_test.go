@@ -78,12 +78,34 @@ func TestRegistriesApart(t *testing.T) {
 	}
 }
 
-// TestWritePhasesReadBack: what a domain observes in each phase is read
-// back as rounds and time, apart from another domain's; two readings give
-// what happened between them, and its means; nodes' totals add.
+// TestWritePhasesReadBack: a domain's phases are exposed from the start,
+// at zero (a reader of /metrics finds them before the first write); what
+// it observes in each phase is read back as rounds and time, apart from
+// another domain's; two readings give what happened between them, and
+// its means; nodes' totals add.
 func TestWritePhasesReadBack(t *testing.T) {
 	reg := metrics.New()
 	d := reg.Domain("tracker")
+	fams, err := reg.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed := map[string]bool{}
+	for _, f := range fams {
+		if f.GetName() != metrics.WritePhaseMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "phase" && m.GetHistogram().GetSampleCount() == 0 {
+					exposed[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(exposed) != len(metrics.Phases) {
+		t.Fatalf("a new domain exposes the phases %v at zero, want %v", exposed, metrics.Phases)
+	}
 	d.WritePhase(metrics.PhaseDecide, 2*time.Millisecond)
 	reg.Domain("kb").WritePhase(metrics.PhaseDecide, time.Second)
 	before := reg.WritePhases("tracker")

@@ -95,12 +95,17 @@ func (r *Registry) WritePhases(domain string) PhaseTotals {
 		if err := r.writePhases.WithLabelValues(domain, p).(prometheus.Metric).Write(&m); err != nil {
 			continue
 		}
-		h := m.GetHistogram()
-		out[p] = PhaseTotal{Rounds: h.GetSampleCount(), Took: Seconds(h.GetSampleSum())}
+		out[p] = PhaseTotalOf(m.GetHistogram())
 	}
 	return out
 }
 
-// Seconds is a histogram's sum of seconds as a duration, to the nearest
+// PhaseTotalOf reads one phase's histogram (from this registry, or parsed
+// from /metrics) as rounds and time.
+func PhaseTotalOf(h *dto.Histogram) PhaseTotal {
+	return PhaseTotal{Rounds: h.GetSampleCount(), Took: seconds(h.GetSampleSum())}
+}
+
+// seconds is a histogram's sum of seconds as a duration, to the nearest
 // nanosecond (a float sum of exact milliseconds need not be exact).
-func Seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }

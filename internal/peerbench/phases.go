@@ -37,7 +37,7 @@ func (c *Crewlet) WritePhases(ctx context.Context) (metrics.PhaseTotals, error) 
 		}
 		f := fams[metrics.WritePhaseMetric]
 		if f == nil {
-			return nil, fmt.Errorf("/metrics of %s has no %s: a node older than this bench, or one that has decided no write yet", c.BaseURLs[i], metrics.WritePhaseMetric)
+			return nil, fmt.Errorf("/metrics of %s has no %s: a node older than this bench", c.BaseURLs[i], metrics.WritePhaseMetric)
 		}
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
@@ -47,8 +47,7 @@ func (c *Crewlet) WritePhases(ctx context.Context) (metrics.PhaseTotals, error) 
 			if labels["domain"] != string(engine.DomainTracker) {
 				continue
 			}
-			h := m.GetHistogram()
-			sum.Add(metrics.PhaseTotals{labels["phase"]: {Rounds: h.GetSampleCount(), Took: metrics.Seconds(h.GetSampleSum())}})
+			sum.Add(metrics.PhaseTotals{labels["phase"]: metrics.PhaseTotalOf(m.GetHistogram())})
 		}
 	}
 	return sum, nil
