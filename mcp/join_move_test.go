@@ -18,6 +18,20 @@ import (
 	"github.com/crewlet/crewlet/tools"
 )
 
+// dataNodeOf names the data node that answered a call of a node without
+// data.
+func dataNodeOf(t *testing.T, res *mcpgo.CallToolResult) string {
+	t.Helper()
+	if res.Meta == nil {
+		t.Fatalf("no _meta naming the data node: %s", textOf(res))
+	}
+	n, _ := res.Meta.GetMetaField(MetaDataNode).(string)
+	if n == "" {
+		t.Fatalf("_meta names no data node: %+v", res.Meta.AdditionalFields)
+	}
+	return n
+}
+
 // rpcAnswer is res as a data node's estate answer: a JSON-RPC response.
 func rpcAnswer(t *testing.T, res *mcpgo.CallToolResult) []byte {
 	t.Helper()

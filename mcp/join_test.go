@@ -1,3 +1,5 @@
+//go:build integration
+
 package mcp
 
 import (
@@ -9,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/crewlet/crewlet/engine"
@@ -17,20 +18,6 @@ import (
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
 )
-
-// dataNodeOf names the data node that answered a call of a node without
-// data.
-func dataNodeOf(t *testing.T, res *mcpgo.CallToolResult) string {
-	t.Helper()
-	if res.Meta == nil {
-		t.Fatalf("no _meta naming the data node: %s", textOf(res))
-	}
-	n, _ := res.Meta.GetMetaField(MetaDataNode).(string)
-	if n == "" {
-		t.Fatalf("_meta names no data node: %+v", res.Meta.AdditionalFields)
-	}
-	return n
-}
 
 func indexOf(name string) int { return int(name[1] - '1') }
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 // TestMCPConformance runs the official MCP conformance suite

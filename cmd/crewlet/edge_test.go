@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 // End-to-end tests of the HTTP edge on a real `crewlet serve`: body and

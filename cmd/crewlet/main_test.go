@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 // End-to-end tests of the built binary. The binary is built once per test

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 // TestTypeScriptSDKClients drives the official MCP TypeScript SDK clients

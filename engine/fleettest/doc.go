@@ -7,5 +7,6 @@
 // direct route around a cut proxy. Check judges a run's history (reads,
 // if_match updates and their refusals) against the quiesced log and a
 // linearizability model. A failed test prints each node's newest log
-// lines, its broker's among them (flight.go). Tests only.
+// lines, its broker's among them (flight.go). Tests only; its own
+// tests are end-to-end and run with -tags integration.
 package fleettest
