@@ -146,7 +146,12 @@ func (m *Main) ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, errHelpAsked):
+		// Asked for: the flags went to stderr, as Go's flag package does,
+		// and the command did what it was asked (its flag package exits 0).
+		return 0
 	case errors.Is(err, flag.ErrHelp):
+		// No command at all: the usage went to stderr as a mistake.
 		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(m.Stderr, "crewlet: %s\nRun 'crewlet help' for usage.\n", ue.msg)
@@ -178,6 +183,10 @@ Commands:
 Run 'crewlet <command> -h' for a command's flags.
 `
 
+// errHelpAsked is a command's -h: its flags are printed and it exits 0,
+// as a program built on Go's flag package alone does.
+var errHelpAsked = errors.New("help asked for")
+
 // usageError is a mistake on the command line: it is printed with a hint
 // to the usage and exits 2.
 type usageError struct{ msg string }
@@ -193,7 +202,7 @@ func usageErrorf(format string, args ...any) error {
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return errHelpAsked
 		}
 		return &usageError{msg: err.Error()}
 	}

@@ -208,7 +208,7 @@ func writeFloorLine(w io.Writer, l fleet.LogFigures) {
 	switch {
 	case l.FloorUnread != "":
 		fmt.Fprintf(w, "  trim floor: unreadable (%s); nodes refuse floor_unknown until it is read\n", l.FloorUnread)
-	case l.Floor == nil:
+	case l.Floor == nil || l.Floor.Term == "":
 		fmt.Fprintf(w, "  trim floor: 0, nothing trimmed yet\n")
 	default:
 		fmt.Fprintf(w, "  trim floor: %d, held by %s: %s (trimmed by %s at %s)\n", l.Floor.Through, l.Floor.Term, l.Floor.Holder,

@@ -52,10 +52,12 @@ type LogFigures struct {
 	Bytes           uint64 `json:"bytes"`
 	OrdinaryCeiling int64  `json:"ordinary_ceiling"`
 	// Floor is the log's published trim floor with the term that holds
-	// it (absent while the trim has removed nothing); FloorUnread says
-	// why it could not be read, which is never guessed past.
-	Floor       *Floor `json:"floor,omitempty"`
-	FloorUnread string `json:"floor_unread,omitempty"`
+	// it: through 0 with no term while the trim has removed nothing, and
+	// null only where it could not be read, when FloorUnread says why
+	// (an unreadable floor is never guessed past). Both fields are always
+	// in the JSON, so a script reads them without asking whether they are.
+	Floor       *Floor `json:"floor"`
+	FloorUnread string `json:"floor_unread"`
 }
 
 // NodeFigures is one data node's positions.
@@ -223,6 +225,9 @@ func (s *Status) readFloor(ctx context.Context, lf *LogFigures) {
 		lf.FloorUnread = err.Error()
 	case ok && f.Stream == lf.Stream && f.Generation == lf.Generation:
 		lf.Floor = &f
+	default:
+		// Nothing trimmed on this log in this generation: the floor is 0.
+		lf.Floor = &Floor{Domain: lf.Domain, Stream: lf.Stream, Generation: lf.Generation, Terms: []Term{}}
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/crewlet/crewlet/engine"
 )
 
 // Namespace prefixes every metric.
@@ -138,13 +140,21 @@ func (r *Registry) Domain(d string) *Domain {
 	for _, p := range Phases {
 		r.writePhases.WithLabelValues(d, p)
 	}
+	// A write refused is counted by its code, or by the gate that holds
+	// what it appended (KnowGate adds those): every code of the table is
+	// a reason, at zero until the first refusal.
+	for code := range engine.Codes {
+		r.publishRefusals.WithLabelValues(d, string(code))
+	}
 	return &Domain{r: r, domain: d}
 }
 
-// KnowGate exposes records_gated under gate at zero until it drops one.
+// KnowGate exposes records_gated under gate, and publish_refusals under
+// it as a reason, at zero until the gate drops a record or a write.
 func (d *Domain) KnowGate(gate string) {
 	if d != nil {
 		d.r.recordsGated.WithLabelValues(d.domain, gate)
+		d.r.publishRefusals.WithLabelValues(d.domain, gate)
 	}
 }
 

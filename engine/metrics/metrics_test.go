@@ -131,3 +131,36 @@ func TestWritePhasesReadBack(t *testing.T) {
 		t.Fatalf("two nodes' settles add to %+v", got)
 	}
 }
+
+// TestLabelledCountersStartAtZero: the seeds' labelled counters are on
+// /metrics at zero before their first event, under every label value the
+// node knows (each refusal code and each known gate as a publish refusal's
+// reason, each known gate under records_gated), so an alert on the first
+// increment finds its series.
+func TestLabelledCountersStartAtZero(t *testing.T) {
+	reg := metrics.New()
+	d := reg.Domain("tracker")
+	d.KnowGate("deleted")
+	rec := httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, series := range []string{
+		`crewlet_statelog_publish_refusals{domain="tracker",reason="stale"} 0`,
+		`crewlet_statelog_publish_refusals{domain="tracker",reason="log_full"} 0`,
+		`crewlet_statelog_publish_refusals{domain="tracker",reason="evicted"} 0`,
+		`crewlet_statelog_publish_refusals{domain="tracker",reason="deleted"} 0`,
+		`crewlet_statelog_records_gated{domain="tracker",gate="deleted"} 0`,
+		`crewlet_statelog_apply_retries{domain="tracker"} 0`,
+		`crewlet_statelog_apply_tx_aborts{domain="tracker"} 0`,
+	} {
+		if !strings.Contains(body, series) {
+			t.Errorf("/metrics lacks %s before any event", series)
+		}
+	}
+	d.PublishRefused("stale")
+	rec = httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := `crewlet_statelog_publish_refusals{domain="tracker",reason="stale"} 1`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("a stale refusal is not counted: /metrics lacks %s", want)
+	}
+}

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -181,4 +182,35 @@ func floorOf(fs []fleet.Floor, d engine.Domain) fleet.Floor {
 		}
 	}
 	return fleet.Floor{}
+}
+
+// TestRetentionAnswerAlwaysHasFloor: before the trim has removed anything
+// every log's figures carry the floor, through 0 with no term, and an
+// empty floor_unread: the JSON fields are there for a script to read
+// whatever their values.
+func TestRetentionAnswerAlwaysHasFloor(t *testing.T) {
+	n := enginetest.OpenNode(t, node.Config{DataDir: t.TempDir()})
+	a, err := n.Retention().Answer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Logs) == 0 {
+		t.Fatal("the retention answer has no logs")
+	}
+	for _, l := range a.Logs {
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Floor       *struct{ Through *uint64 } `json:"floor"`
+			FloorUnread *string                    `json:"floor_unread"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Floor == nil || got.Floor.Through == nil || *got.Floor.Through != 0 || got.FloorUnread == nil || *got.FloorUnread != "" {
+			t.Errorf("%s log before any trim: %s, want floor {through: 0, …} and floor_unread \"\"", l.Domain, b)
+		}
+	}
 }

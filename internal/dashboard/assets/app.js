@@ -285,7 +285,7 @@ function drainProgress(rows, askedAt) {
 // floorOf words a log's trim floor and the term that holds it.
 function floorOf(l) {
   if (l.floor_unread) return 'unreadable: ' + l.floor_unread;
-  if (!l.floor) return '0 (nothing trimmed yet)';
+  if (!l.floor || !l.floor.term) return '0 (nothing trimmed yet)';
   return l.floor.through + ' (held by ' + l.floor.term + ': ' + l.floor.holder + ')';
 }
 
