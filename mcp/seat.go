@@ -40,11 +40,12 @@ func NewSeat(units tools.Units, o Options, services ...any) *server.MCPServer {
 	return build(d, o, seatInstructions)
 }
 
-// SeatHandler is /seat/mcp over Streamable HTTP behind Guard: stateless
-// (a seat relies on no MCP session), every request refused 400 unless it
-// names its seat and unit, and its trigger position, when sent, parses.
-func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
-	logger := componentLogger(opts.Logger).With(slog.String("surface", "seat"))
+// SeatHandler is /seat/mcp over Streamable HTTP: stateless (a seat
+// relies on no MCP session), every request refused 400 unless it names
+// its seat and unit, and its trigger position, when sent, parses. The
+// mount puts the operator guard in front of it.
+func SeatHandler(s *server.MCPServer, logger *slog.Logger) http.Handler {
+	logger = componentLogger(logger).With(slog.String("surface", "seat"))
 	h := server.NewStreamableHTTPServer(s,
 		server.WithStateLess(true),
 		server.WithDisableLocalhostProtection(true),
@@ -59,7 +60,7 @@ func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
 			return tools.WithTurn(ctx, t)
 		}),
 	)
-	check := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(HeaderSeat) == "" || r.Header.Get(HeaderUnit) == "" {
 			writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
 				"a seat request carries the headers Crewlet-Seat (the seat) and Crewlet-Unit (its unit of work); send both with every request.")
@@ -74,5 +75,4 @@ func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-	return Guard(opts, check)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/tools"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestSeatEditsOnlyItsOwnComments(t *testing.T) {
 	n := realNode(t)
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	seat := func(name string) caller {

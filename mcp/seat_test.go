@@ -11,6 +11,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/tools"
 )
 
@@ -35,7 +36,7 @@ func TestSeatTurnRerun(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	url := ts.URL + "/seat/mcp"
@@ -110,7 +111,7 @@ func TestSeatTriggerFloor(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	withTrigger := func(trigger string) *client.Client {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/mcptest"
 	"github.com/crewlet/crewlet/ledger"
 	"github.com/crewlet/crewlet/tools"
@@ -68,7 +69,7 @@ func TestBulkToolsNotifyProgress(t *testing.T) {
 func unstartedClient(t *testing.T, s *server.MCPServer) *client.Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))

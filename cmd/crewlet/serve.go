@@ -129,7 +129,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	opts := mcp.HTTPOptions{
+	opts := httpedge.GuardOptions{
 		Token:        tok,
 		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
@@ -146,7 +146,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))); err != nil {
 		return err
 	}
-	root := routes(n, mcp.OperatorHandler(srv, opts), opts, mo)
+	root := routes(n, mcp.OperatorHandler(srv, logger), opts, mo)
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
@@ -175,11 +175,11 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 // routes is the node's HTTP surface: the operator MCP (operatorMCP) and
 // the seat MCP, the REST reads and the operator routes behind the guard
 // (token, origin), and the health checks, which want no token.
-func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp.Options) http.Handler {
+func routes(n *node.Node, operatorMCP http.Handler, opts httpedge.GuardOptions, mo mcp.Options) http.Handler {
 	logger := mo.Logger
 	api := http.NewServeMux()
 	api.Handle("/operator/mcp", operatorMCP)
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), opts))
+	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), logger))
 	api.Handle("GET /metrics", n.MetricsHandler())
 	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()}, n.BackupProgress())...), Logger: logger}))
 	snapshot.Mount(api, n, logger)
@@ -195,10 +195,10 @@ func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp
 	root.Handle("/readyz", httpedge.Ready(n.Unready))
 	// The dashboard's page and assets carry no data and are what a browser
 	// loads before it has the token: Host and Origin rules only.
-	ui := mcp.HostGuard(opts, dashboard.Handler())
+	ui := httpedge.HostGuard(opts, dashboard.Handler())
 	root.Handle("GET /{$}", ui)
 	root.Handle("GET /ui/", ui)
-	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, mcp.Guard(opts, api)))
+	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, httpedge.Guard(opts, api)))
 	return root
 }
 

@@ -4,7 +4,7 @@
 // min_position, max_lag_seq, max_lag_seconds); every other query key is
 // the route's own and parsed as strictly. Refusals are the engine's codes
 // as JSON with the code table's HTTP status. Authentication and origin
-// checks are the mounting surface's (mcp.Guard), not this package's. The
+// checks are the mounting surface's (httpedge.Guard), not this package's. The
 // routes are the services' own (ReadRouter: each domain's and the
 // replication answer's), collected by RoutesOf: this package names no
 // domain.
