@@ -1,11 +1,11 @@
-// Package restclient is the typed Go client of a node's HTTP API under
-// /api/v1/: it presents the operator's bearer token, decodes an answer
+// Package opclient is the operator's typed Go client of a node's HTTP
+// API under /api/v1/: it presents the operator's bearer token, decodes an answer
 // into the engine's own type (the same one the node encoded), and a
 // refusal body into *engine.Refusal. A command that talks to a running
 // node (`crewlet retention status`) uses it rather than hand-written
 // requests, so the route, the header and the refusal's shape are written
 // once.
-package restclient
+package opclient
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package restclient
+package opclient
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleet"
 )
 
-const testToken = "restclient-test-token"
+const testToken = "opclient-test-token"
 
 // answer is a retention answer with every kind of field set: instants
 // in two zones, a lag with and without seconds, a generation left.
