@@ -25,7 +25,7 @@ func TestFeaturesOverHTTP(t *testing.T) {
 	logger := slog.New(relay.Handler(testLogger(t).Handler()))
 	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: logger}, OperatorHandler(s, logger)))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: logger}).Operator(OperatorHandler(s, logger)))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 
@@ -69,7 +69,7 @@ func TestSubscriptionsListen(t *testing.T) {
 	logger := slog.New(relay.Handler(testLogger(t).Handler()))
 	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, OperatorHandler(s, testLogger(t))))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))

@@ -94,7 +94,7 @@ func pagedListing(k caller) {
 func TestSeatListsItsOwnItems(t *testing.T) {
 	n := realNode(t)
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	k := caller{t, seatClient(t, ts.URL+"/seat/mcp", "unit-1")}

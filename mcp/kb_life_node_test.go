@@ -19,7 +19,7 @@ import (
 func kbSeats(t *testing.T, n *node.Node, seats ...string) (caller, map[string]caller) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Pages()), testLogger(t))))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Pages()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	out := map[string]caller{}

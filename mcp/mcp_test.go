@@ -69,7 +69,7 @@ func start(t *testing.T, c *client.Client) {
 func httpNode(t *testing.T, tr tools.Tracker) (*httptest.Server, string) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}, OperatorHandler(NewServer("test", testLogger(t), tr), testLogger(t))))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}).Operator(OperatorHandler(NewServer("test", testLogger(t), tr), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts, ts.URL + "/operator/mcp"

@@ -38,7 +38,7 @@ func realNode(t *testing.T) *node.Node {
 func operatorOverHTTP(t *testing.T, s *server.MCPServer) *client.Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, OperatorHandler(s, testLogger(t))))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return httpClient(t, ts.URL+"/operator/mcp", testToken)

@@ -18,7 +18,7 @@ import (
 func TestSeatEditsOnlyItsOwnComments(t *testing.T) {
 	n := realNode(t)
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	seat := func(name string) caller {

@@ -36,7 +36,7 @@ func TestSeatTurnRerun(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	url := ts.URL + "/seat/mcp"
@@ -111,7 +111,7 @@ func TestSeatTriggerFloor(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	withTrigger := func(trigger string) *client.Client {

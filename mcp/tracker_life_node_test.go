@@ -69,7 +69,7 @@ func TestBulkToolsNotifyProgress(t *testing.T) {
 func unstartedClient(t *testing.T, s *server.MCPServer) *client.Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", httpedge.Guard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}, OperatorHandler(s, testLogger(t))))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))

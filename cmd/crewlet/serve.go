@@ -12,9 +12,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/rest"
-	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
@@ -146,7 +144,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))); err != nil {
 		return err
 	}
-	root := routes(n, mcp.OperatorHandler(srv, logger), opts, mo)
+	root := routes(n, mcp.OperatorHandler(srv, logger), httpedge.NewGuard(opts), mo)
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
@@ -173,33 +171,28 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 }
 
 // routes is the node's HTTP surface: the operator MCP (operatorMCP) and
-// the seat MCP, the REST reads and the operator routes behind the guard
-// (token, origin), and the health checks, which want no token.
-func routes(n *node.Node, operatorMCP http.Handler, opts httpedge.GuardOptions, mo mcp.Options) http.Handler {
+// the seat MCP, the metrics, the domains' and the node's own routes
+// behind the operator guard, the dashboard behind its Host and Origin
+// rules, and the health checks, which want nothing.
+func routes(n *node.Node, operatorMCP http.Handler, guard *httpedge.Guard, mo mcp.Options) http.Handler {
 	logger := mo.Logger
-	api := http.NewServeMux()
-	api.Handle("/operator/mcp", operatorMCP)
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), logger))
-	api.Handle("GET /metrics", n.MetricsHandler())
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()}, n.BackupProgress())...), Logger: logger}))
-	snapshot.Mount(api, n, logger)
-	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
-	operator.MountCapacity(api, n, logger)
-	root := http.NewServeMux()
-	// The health checks want no token: /healthz says the process
-	// answers, /readyz that the node serves.
-	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok"))
-	})
-	root.Handle("/readyz", httpedge.Ready(n.Unready))
-	// The dashboard's page and assets carry no data and are what a browser
-	// loads before it has the token: Host and Origin rules only.
-	ui := httpedge.HostGuard(opts, dashboard.Handler())
-	root.Handle("GET /{$}", ui)
-	root.Handle("GET /ui/", ui)
-	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, httpedge.Guard(opts, api)))
-	return root
+	ui := dashboard.Handler()
+	rs := []rest.Route{
+		{Pattern: "/operator/mcp", Handler: operatorMCP},
+		{Pattern: "/seat/mcp", Handler: mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), logger)},
+		{Method: http.MethodGet, Pattern: "/metrics", Handler: n.MetricsHandler()},
+		// /healthz says the process answers, /readyz that the node serves.
+		{Pattern: "/healthz", Access: rest.Open, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+		})},
+		{Pattern: "/readyz", Access: rest.Open, Handler: httpedge.Ready(n.Unready)},
+		{Method: http.MethodGet, Pattern: "/{$}", Access: rest.Page, Handler: ui},
+		{Method: http.MethodGet, Pattern: "/ui/", Access: rest.Page, Handler: ui},
+	}
+	rs = append(append(rs, rest.RoutesOf(n.Services()...)...), n.Routes()...)
+	count := func(h http.Handler) http.Handler { return n.Metrics().CountRefusals(surfaceOf, h) }
+	return rest.Handler(rest.Config{Routes: rs, Guard: guard, Count: count, Logger: logger})
 }
 
 // surfaceOf names the surface an HTTP request is on, for the refusals

@@ -86,7 +86,7 @@ func startEdge(t *testing.T, l httpedge.Limits) *edge {
 	api.HandleFunc("/panic", func(http.ResponseWriter, *http.Request) { panic("edge test panics on purpose") })
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	root.Handle("/", httpedge.Guard(opts, api))
+	root.Handle("/", httpedge.NewGuard(opts).Operator(api))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

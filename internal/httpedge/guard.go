@@ -39,29 +39,23 @@ const (
 	codeForbidden    = "forbidden"
 )
 
-// Guard admits a request to next only if its Host is allowed (else 403),
-// its Origin, when present, is http(s):// an allowed host (else 403), and
-// it carries Authorization: Bearer <Token> (else 401 with
+// Guard is the operator guard of one node: it refuses a request whose
+// Host is not one the node is reached by (403), whose Origin, when
+// present, is not http(s):// such a host (403), or, on the operator's
+// routes, that does not carry Authorization: Bearer <Token> (401 with
 // WWW-Authenticate: Bearer). It applies to every method. Refusal bodies
-// are JSON {"refused": "...", "message": "..."}.
-func Guard(opts GuardOptions, next http.Handler) http.Handler {
-	return newGuard(opts).wrap(next)
+// are JSON {"refused": "...", "message": "..."}. It is the rest.Guard a
+// node's routes are mounted behind.
+type Guard struct {
+	logger  *slog.Logger
+	want    [sha256.Size]byte
+	empty   bool
+	allowed []hostPort
 }
 
-// HostGuard applies Guard's Host and Origin rules without asking for the
-// token: for what a browser must load before it can send one (the
-// dashboard's own page and assets, which carry no data).
-func HostGuard(opts GuardOptions, next http.Handler) http.Handler {
-	g := newGuard(opts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.hostAndOrigin(w, r) {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
-func newGuard(opts GuardOptions) *guard {
-	g := &guard{
+// NewGuard is the guard of opts.
+func NewGuard(opts GuardOptions) *Guard {
+	g := &Guard{
 		logger: guardLogger(opts.Logger),
 		want:   sha256.Sum256([]byte(opts.Token)),
 		empty:  opts.Token == "",
@@ -74,16 +68,22 @@ func newGuard(opts GuardOptions) *guard {
 	return g
 }
 
-type hostPort struct{ host, port string }
-
-type guard struct {
-	logger  *slog.Logger
-	want    [sha256.Size]byte
-	empty   bool
-	allowed []hostPort
+// Page applies the Host and Origin rules without asking for the token:
+// for what a browser must load before it can send one (the dashboard's
+// own page and assets, which carry no data).
+func (g *Guard) Page(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.hostAndOrigin(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
-func (g *guard) wrap(next http.Handler) http.Handler {
+type hostPort struct{ host, port string }
+
+// Operator applies the Host and Origin rules and asks for the operator's
+// token: every route but the page's and the health checks.
+func (g *Guard) Operator(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAndOrigin(w, r) {
 			return
@@ -106,7 +106,7 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 
 // hostAndOrigin refuses a request whose Host or Origin is not this
 // node's, and says whether it passed.
-func (g *guard) hostAndOrigin(w http.ResponseWriter, r *http.Request) bool {
+func (g *Guard) hostAndOrigin(w http.ResponseWriter, r *http.Request) bool {
 	listenPort := localPort(r)
 	if !g.hostAllowed(splitHost(r.Host, "http"), listenPort) {
 		g.deny(w, r, http.StatusForbidden, codeForbidden,
@@ -131,7 +131,7 @@ const (
 
 // checkToken compares in constant time: both sides are hashed first, so
 // neither the content nor the length of the token leaks through timing.
-func (g *guard) checkToken(header string) tokenVerdict {
+func (g *Guard) checkToken(header string) tokenVerdict {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return tokenMissing
@@ -147,7 +147,7 @@ func (g *guard) checkToken(header string) tokenVerdict {
 	return tokenOK
 }
 
-func (g *guard) hostAllowed(h hostPort, listenPort string) bool {
+func (g *Guard) hostAllowed(h hostPort, listenPort string) bool {
 	if h.host == "" {
 		return false
 	}
@@ -162,7 +162,7 @@ func (g *guard) hostAllowed(h hostPort, listenPort string) bool {
 	return false
 }
 
-func (g *guard) originAllowed(origin string, listenPort string) bool {
+func (g *Guard) originAllowed(origin string, listenPort string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" && u.Path != "/" {
 		return false
@@ -170,7 +170,7 @@ func (g *guard) originAllowed(origin string, listenPort string) bool {
 	return g.hostAllowed(splitHost(u.Host, u.Scheme), listenPort)
 }
 
-func (g *guard) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+func (g *Guard) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	g.logger.InfoContext(r.Context(), "http_request_refused",
 		slog.String("refused", code),
 		slog.Int("status", status),

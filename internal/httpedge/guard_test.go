@@ -13,7 +13,7 @@ import (
 // TestGuardEmptyTokenFailsClosed: a guard given no token admits nobody,
 // whatever the request sends.
 func TestGuardEmptyTokenFailsClosed(t *testing.T) {
-	h := httpedge.Guard(httpedge.GuardOptions{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("reached the handler") }))
+	h := httpedge.NewGuard(httpedge.GuardOptions{}).Operator(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("reached the handler") }))
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	for _, hdr := range []string{"", "Bearer ", "Bearer x"} {
@@ -41,7 +41,7 @@ func TestGuardEmptyTokenFailsClosed(t *testing.T) {
 // without a token and refuses a foreign Host or Origin 403, as the guard
 // does.
 func TestHostGuardWantsNoToken(t *testing.T) {
-	h := httpedge.HostGuard(httpedge.GuardOptions{Token: "t"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("page")) }))
+	h := httpedge.NewGuard(httpedge.GuardOptions{Token: "t"}).Page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("page")) }))
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	for _, c := range []struct {

@@ -20,7 +20,6 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/fleet"
-	"github.com/crewlet/crewlet/engine/operator"
 	"github.com/crewlet/crewlet/engine/snapshot"
 )
 
@@ -73,7 +72,7 @@ func (c *Client) Retention(ctx context.Context) (fleet.Answer, error) {
 // whole fleet. A refusal is an *engine.Refusal.
 func (c *Client) SetCapacity(ctx context.Context, log string, maxBytes int64) (capacity.Change, error) {
 	var ch capacity.Change
-	body, err := c.do(ctx, http.MethodPost, operator.CapacityPath(log)+"?max_bytes="+strconv.FormatInt(maxBytes, 10))
+	body, err := c.do(ctx, http.MethodPost, capacity.Path(log)+"?max_bytes="+strconv.FormatInt(maxBytes, 10))
 	if err != nil {
 		return ch, err
 	}

@@ -1,4 +1,4 @@
-package operator_test
+package rest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/operator"
+	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
@@ -39,9 +39,7 @@ func TestPurgeRouteTakesItsOpID(t *testing.T) {
 	if _, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "doomed"}); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	operator.Mount(mux, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...)})
-	ts := httptest.NewServer(mux)
+	ts := httptest.NewServer(rest.Handler(rest.Config{Routes: append(rest.RoutesOf(n.Services()...), n.Routes()...)}))
 	defer ts.Close()
 
 	code, m := post(t, ts.URL+"/api/v1/work-items/ENG-1/purge?op_id=9b2c7a51-3f0e-4c2d-8e1a-0a1b2c3d4e5f.purge-ENG-1")
