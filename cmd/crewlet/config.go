@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/crewlet/crewlet/domains"
 	"io"
 	"os"
 	"reflect"
@@ -337,7 +338,7 @@ func (c *Config) Validate() error {
 // section prefix (stream.: each log's ceiling), without the prefix.
 func domainKeys(prefix string) []string {
 	var out []string
-	for _, sp := range node.Builtin() {
+	for _, sp := range domains.Builtin().Specs() {
 		if key, ok := strings.CutPrefix(sp.CeilingKey, prefix); ok && sp.CeilingKey != "" {
 			out = append(out, key)
 		}

@@ -8,15 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/rest"
-	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/surfaces"
 )
 
 // ServeCommand is `crewlet serve`: one node and its HTTP surfaces.
@@ -109,7 +107,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	addr := ln.Addr().String()
 	mcpURL := "http://" + addr + "/operator/mcp"
 
+	reg := c.registry()
 	cfg := o.Config.NodeConfig(o.DataDir)
+	cfg.Domains = reg.Specs()
 	cfg.Logger = logger
 	cfg.Holder = "crewlet serve, operator MCP at " + mcpURL
 	n, err := node.Open(ctx, cfg)
@@ -134,17 +134,16 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	// Validated in parse.
 	filter, _ := o.Config.MCP.Filter()
-	mo := mcp.Options{Version: Version(), Logger: logger, Filter: filter, Applied: n, Logs: relay}
-	srv := mcp.New(mo, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention(), n.Metrics())
+	mo := mcp.Options{Version: Version(), Logger: logger, Filter: filter, Applied: n, Logs: relay, Calls: n.Metrics()}
+	srv := surfaces.Operator(n, reg, mo)
 	// Nodes without the data role reach the estate through this node
 	// while its copy is in service, over the broker's client port or a
-	// peer's.
-	// The estate answers nodes without data, which narrow their own
-	// surfaces: it offers every tool whatever this node's filter.
-	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))); err != nil {
+	// peer's. The estate answers nodes without data, which narrow their
+	// own surfaces: it offers every tool whatever this node's filter.
+	if err := surfaces.ServeEstate(n, reg, mcp.Options{Version: Version(), Logger: logger}); err != nil {
 		return err
 	}
-	root := routes(n, mcp.OperatorHandler(srv, logger), httpedge.NewGuard(opts), mo)
+	root := surfaces.HTTP(n, reg, mcp.OperatorHandler(srv, logger), httpedge.NewGuard(opts), mo)
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
@@ -168,49 +167,6 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 			"reason", "the default does not fit under this process's open-file limit beside the broker and the store; raise the limit (ulimit -n) to serve more")
 	}
 	return maxConns, nil
-}
-
-// routes is the node's HTTP surface: the operator MCP (operatorMCP) and
-// the seat MCP, the metrics, the domains' and the node's own routes
-// behind the operator guard, the dashboard behind its Host and Origin
-// rules, and the health checks, which want nothing.
-func routes(n *node.Node, operatorMCP http.Handler, guard *httpedge.Guard, mo mcp.Options) http.Handler {
-	logger := mo.Logger
-	ui := dashboard.Handler()
-	rs := []rest.Route{
-		{Pattern: "/operator/mcp", Handler: operatorMCP},
-		{Pattern: "/seat/mcp", Handler: mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), logger)},
-		{Method: http.MethodGet, Pattern: "/metrics", Handler: n.MetricsHandler()},
-		// /healthz says the process answers, /readyz that the node serves.
-		{Pattern: "/healthz", Access: rest.Open, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte("ok"))
-		})},
-		{Pattern: "/readyz", Access: rest.Open, Handler: httpedge.Ready(n.Unready)},
-		{Method: http.MethodGet, Pattern: "/{$}", Access: rest.Page, Handler: ui},
-		{Method: http.MethodGet, Pattern: "/ui/", Access: rest.Page, Handler: ui},
-	}
-	rs = append(append(rs, rest.RoutesOf(n.Services()...)...), n.Routes()...)
-	count := func(h http.Handler) http.Handler { return n.Metrics().CountRefusals(surfaceOf, h) }
-	return rest.Handler(rest.Config{Routes: rs, Guard: guard, Count: count, Logger: logger})
-}
-
-// surfaceOf names the surface an HTTP request is on, for the refusals
-// counted by surface: the MCP routes' own (a tool's refusal is counted by
-// the toolset; what is counted here is the guard's), the REST read path,
-// the operator's write routes, the metrics.
-func surfaceOf(r *http.Request) string {
-	switch {
-	case r.URL.Path == "/operator/mcp":
-		return "operator"
-	case r.URL.Path == "/seat/mcp":
-		return "seat"
-	case strings.HasPrefix(r.URL.Path, "/api/") && r.Method == http.MethodGet:
-		return "rest"
-	case strings.HasPrefix(r.URL.Path, "/api/"):
-		return "operator_routes"
-	}
-	return "http"
 }
 
 // announce logs the serving line: where the operator MCP is, where its

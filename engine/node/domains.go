@@ -13,8 +13,10 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
-// Builtin are the domains a node runs unless its Config names others:
-// one line a domain.
+// Builtin are the engine's own domains, which a node runs unless its
+// Config names others (as engine tests open one). The binary's list is
+// the registry's (package domains), which names its domains' tools too
+// and begins with these; its test holds it to that.
 func Builtin() []statelog.Spec {
 	return []statelog.Spec{
 		tracker.Spec,

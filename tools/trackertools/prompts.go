@@ -1,4 +1,4 @@
-package tools
+package trackertools
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
 )
 
 // Prompt names.
@@ -24,14 +25,11 @@ const (
 // promptItems bounds how many items a prompt quotes.
 const promptItems = tracker.MaxListLimit
 
-// Prompts are the tracker's prompts, offered where the tracker's tools
+// prompts are the tracker's prompts, offered where the tracker's reads
 // are: each reads what it is about at the surface's level and hands the
 // model that, with what to do and the tools to do it with. Under
 // --read-only they ask for proposals instead of writes.
-func Prompts(d Deps) []server.ServerPrompt {
-	if !hasTracker(d) {
-		return nil
-	}
+func (d env) prompts() []server.ServerPrompt {
 	project := mcp.WithArgument("project", mcp.RequiredArgument(), mcp.ArgumentDescription("Project key, like ENG."))
 	return []server.ServerPrompt{
 		{Prompt: mcp.NewPrompt(PromptTriage, mcp.WithPromptTitle("Triage new items"),
@@ -47,33 +45,21 @@ func Prompts(d Deps) []server.ServerPrompt {
 	}
 }
 
-// promptArg is a required argument, checked as the tools check it.
-func promptArg(req mcp.GetPromptRequest, name string, check func(string, string) *engine.Refusal) (string, error) {
-	v := strings.TrimSpace(req.Params.Arguments[name])
-	if v == "" {
-		return "", resourceError(engine.Refuse(engine.CodeInvalidArgument, "the prompt %s takes the argument %s; send it (completion/complete suggests values).", req.Params.Name, name))
-	}
-	if r := check(name, v); r != nil {
-		return "", resourceError(r)
-	}
-	return v, nil
-}
-
 // projectItems reads a project's items (at most promptItems) at the
 // surface's level.
-func (d Deps) projectItems(ctx context.Context, project string, f tracker.ListFilter) (tracker.ItemList, error) {
+func (d env) projectItems(ctx context.Context, project string, f tracker.ListFilter) (tracker.ItemList, error) {
 	f.Project, f.Limit = project, promptItems
-	return d.tracker().ListWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), f)
+	return d.tracker().ListWorkItems(ctx, d.ReadOptions(ctx, engine.StreamTracker), f)
 }
 
-func (d Deps) triagePrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	project, err := promptArg(req, "project", checkProjectKey)
+func (d env) triagePrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	project, err := tools.PromptArg(req, "project", checkProjectKey)
 	if err != nil {
 		return nil, err
 	}
 	items, err := d.projectItems(ctx, project, tracker.ListFilter{Status: tracker.StatusOpen})
 	if err != nil {
-		return nil, d.resourceFailed(ctx, "prompt:"+PromptTriage, err)
+		return nil, d.ResourceFailed(ctx, "prompt:"+PromptTriage, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Triage the new work items of project %s: the open items nobody is assigned to.\n\n", project)
@@ -89,17 +75,17 @@ func (d Deps) triagePrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.
 	}
 	fmt.Fprintf(&b, "\n%s\n\nFor each item: read it (get_work_item), decide its status, assignee and tags, and look for an item it duplicates (search_work_items with words of its title). ", readLine(items.ReadInfo, items.NextCursor != ""))
 	b.WriteString(d.actLine("set them with update_work_item (if_match is the version above, or get_work_item's) and merge a duplicate into the older item with merge_work_items", "propose the changes as a list"))
-	return promptResult("Triage of "+project, b.String()), nil
+	return tools.PromptResult("Triage of "+project, b.String()), nil
 }
 
-func (d Deps) statusPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	project, err := promptArg(req, "project", checkProjectKey)
+func (d env) statusPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	project, err := tools.PromptArg(req, "project", checkProjectKey)
 	if err != nil {
 		return nil, err
 	}
 	items, err := d.projectItems(ctx, project, tracker.ListFilter{})
 	if err != nil {
-		return nil, d.resourceFailed(ctx, "prompt:"+PromptStatusReport, err)
+		return nil, d.ResourceFailed(ctx, "prompt:"+PromptStatusReport, err)
 	}
 	byStatus := map[string][]tracker.WorkItem{}
 	for _, it := range items.Items {
@@ -118,21 +104,21 @@ func (d Deps) statusPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.
 		}
 	}
 	fmt.Fprintf(&b, "\n%s Read an item (get_work_item) for its comments and edges before saying why it is blocked.", readLine(items.ReadInfo, items.NextCursor != ""))
-	return promptResult("Status report for "+project, b.String()), nil
+	return tools.PromptResult("Status report for "+project, b.String()), nil
 }
 
-func (d Deps) duplicatesPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	key, err := promptArg(req, "key", checkItemKey)
+func (d env) duplicatesPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	key, err := tools.PromptArg(req, "key", checkItemKey)
 	if err != nil {
 		return nil, err
 	}
-	item, err := d.tracker().GetWorkItem(ctx, d.readOptions(ctx, engine.StreamTracker), key)
+	item, err := d.tracker().GetWorkItem(ctx, d.ReadOptions(ctx, engine.StreamTracker), key)
 	if err != nil {
-		return nil, d.resourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
+		return nil, d.ResourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
 	}
 	cands, err := d.candidates(ctx, key, item.Item.Title)
 	if err != nil {
-		return nil, d.resourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
+		return nil, d.ResourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Find the duplicates of work item %s: %q.\n\n%s\n\nCandidates sharing words with its title (search_work_items), most shared first:\n", key, item.Item.Title, item.Item.Description)
@@ -144,13 +130,13 @@ func (d Deps) duplicatesPrompt(ctx context.Context, req mcp.GetPromptRequest) (*
 	}
 	fmt.Fprintf(&b, "\n%s Read each candidate (get_work_item) and judge whether it reports the same work. ", readLine(item.ReadInfo, false))
 	b.WriteString(d.actLine("merge the true duplicates into the oldest of them with merge_work_items", "list the true duplicates and say which one to keep"))
-	return promptResult("Duplicates of "+key, b.String()), nil
+	return tools.PromptResult("Duplicates of "+key, b.String()), nil
 }
 
 // actLine is what a prompt asks the model to do: act where this surface
 // writes, propose where it is read-only.
-func (d Deps) actLine(act, propose string) string {
-	if d.Filter.ReadOnly || !d.Filter.keeps(Entry{Toolset: ToolsetTracker}) {
+func (d env) actLine(act, propose string) string {
+	if d.Filter.ReadOnly || !d.Filter.Keeps(Name, false) {
 		return "This server is read-only here: " + propose + "."
 	}
 	return "Then " + act + "."
@@ -180,7 +166,7 @@ const maxDupWords = 6
 // candidates are the items other than key that share words with title,
 // those sharing more first: search matches every word of a query, so
 // each word is a search of its own.
-func (d Deps) candidates(ctx context.Context, key, title string) ([]tracker.SearchHit, error) {
+func (d env) candidates(ctx context.Context, key, title string) ([]tracker.SearchHit, error) {
 	shared := map[string]int{}
 	var hits []tracker.SearchHit
 	for i, w := range strings.FieldsFunc(title, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
@@ -190,7 +176,7 @@ func (d Deps) candidates(ctx context.Context, key, title string) ([]tracker.Sear
 		if len([]rune(w)) < 3 {
 			continue
 		}
-		res, err := d.tracker().SearchWorkItems(ctx, d.readOptions(ctx, engine.StreamTracker), w, "", 20)
+		res, err := d.tracker().SearchWorkItems(ctx, d.ReadOptions(ctx, engine.StreamTracker), w, "", 20)
 		if err != nil {
 			return nil, err
 		}
@@ -206,8 +192,4 @@ func (d Deps) candidates(ctx context.Context, key, title string) ([]tracker.Sear
 	}
 	slices.SortStableFunc(hits, func(a, b tracker.SearchHit) int { return shared[b.Key] - shared[a.Key] })
 	return hits, nil
-}
-
-func promptResult(desc, text string) *mcp.GetPromptResult {
-	return mcp.NewGetPromptResult(desc, []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(text))})
 }

@@ -1,4 +1,4 @@
-package tools
+package trackertools
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
 )
 
 // TestItemArgumentsReachTheService: the item fields, the transition and
@@ -16,10 +17,10 @@ import (
 // surface "me" among the assignees is the seat.
 func TestItemArgumentsReachTheService(t *testing.T) {
 	f := &fakeTracker{}
-	tools := operatorTools(t, f, nil)
+	ts := operatorTools(t, f, nil)
 	ok := func(name, args string) {
 		t.Helper()
-		if res := call(t, tools, name, args); res.IsError {
+		if res := call(t, ts, name, args); res.IsError {
 			t.Fatalf("%s %s: %s", name, args, text(res))
 		}
 	}
@@ -50,7 +51,7 @@ func TestItemArgumentsReachTheService(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"name":"list_work_items","arguments":{"assignee":"me"}}`), &req.Params); err != nil {
 		t.Fatal(err)
 	}
-	res, err := seat[NameListWorkItems].Handler(WithTurn(context.Background(), Turn{Unit: "u"}), req)
+	res, err := seat[NameListWorkItems].Handler(tools.WithTurn(context.Background(), tools.Turn{Unit: "u"}), req)
 	if err != nil || !res.IsError || !strings.Contains(text(res), "Crewlet-Seat") {
 		t.Fatalf("me without a seat: %v %s", err, text(res))
 	}
@@ -60,7 +61,7 @@ func TestItemArgumentsReachTheService(t *testing.T) {
 // and filters are refused invalid_argument naming the argument.
 func TestItemArgumentsRefusedBeforeTheService(t *testing.T) {
 	f := &fakeTracker{}
-	tools := operatorTools(t, f, nil)
+	ts := operatorTools(t, f, nil)
 	for _, c := range []struct{ name, args, want string }{
 		{NameCreateWorkItem, `{"project":"ENG","title":"t","priority":"p0"}`, `"priority"`},
 		{NameCreateWorkItem, `{"project":"ENG","title":"t","estimate":"3"}`, `"estimate" must be a number`},
@@ -71,7 +72,7 @@ func TestItemArgumentsRefusedBeforeTheService(t *testing.T) {
 		{NameListWorkItems, `{"sort":"title"}`, `"sort"`},
 		{NameListTags, `{"project":"eng"}`, `not a project key`},
 	} {
-		res := call(t, tools, c.name, c.args)
+		res := call(t, ts, c.name, c.args)
 		if !res.IsError || !strings.Contains(message(t, res), c.want) {
 			t.Errorf("%s %s: want a refusal naming %s, got %s", c.name, c.args, c.want, text(res))
 		}

@@ -1,4 +1,4 @@
-package tools
+package kbtools
 
 import (
 	"strings"
@@ -11,11 +11,11 @@ import (
 // invalid_argument results with a sentence, over a real node, and publish
 // nothing.
 func TestKBLifecycleBadInput(t *testing.T) {
-	n, tools := kbTools(t)
-	if res := call(t, tools, NameCreateSpace, `{"key":"DOCS","name":"Docs"}`); res.IsError {
+	n, ts := kbTools(t)
+	if res := call(t, ts, NameCreateSpace, `{"key":"DOCS","name":"Docs"}`); res.IsError {
 		t.Fatal(text(res))
 	}
-	m := structured(t, call(t, tools, NameCreatePage, `{"space":"DOCS","title":"Runbook"}`))
+	m := structured(t, call(t, ts, NameCreatePage, `{"space":"DOCS","title":"Runbook"}`))
 	id := m["page"].(map[string]any)["id"].(string)
 	cases := []struct{ tool, args, mention string }{
 		{NameUpdatePage, `{"id":"` + id + `","trashed":"true"}`, "must be a boolean"},
@@ -34,7 +34,7 @@ func TestKBLifecycleBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		before := pagesLastSeq(t, n)
-		res := call(t, tools, c.tool, c.args)
+		res := call(t, ts, c.tool, c.args)
 		m := structured(t, res)
 		if msg, _ := m["message"].(string); !res.IsError || m["refused"] != string(engine.CodeInvalidArgument) || !strings.Contains(msg, c.mention) {
 			t.Errorf("%s %s: %v %q", c.tool, c.args, m, text(res))

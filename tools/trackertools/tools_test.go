@@ -1,129 +1,34 @@
-package tools
+package trackertools
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/kb"
-	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
-	"github.com/crewlet/crewlet/internal/mcptest"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/toolstest"
 )
 
 func operatorTools(t *testing.T, f *fakeTracker, logger *slog.Logger) map[string]server.ServerTool {
 	t.Helper()
-	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Services: []any{f}, Logger: logger, Surface: Operator}) {
-		out[st.Tool.Name] = st
-	}
-	return out
+	return toolstest.ByName(tools.Catalogue{Toolset(f)}.Set(tools.Deps{Logger: logger, Surface: tools.Operator}))
 }
 
-// call runs a tool's handler with arguments given as JSON text, the way
-// they arrive off the wire.
-func call(t *testing.T, tools map[string]server.ServerTool, name, argsJSON string) *mcp.CallToolResult {
-	t.Helper()
-	st, ok := tools[name]
-	if !ok {
-		t.Fatalf("no tool %s", name)
-	}
-	var req mcp.CallToolRequest
-	body := `{"name":` + mustJSON(name) + `,"arguments":` + argsJSON + `}`
-	if err := json.Unmarshal([]byte(body), &req.Params); err != nil {
-		t.Fatalf("request %s: %v", body, err)
-	}
-	res, err := st.Handler(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s returned a Go error (would be a JSON-RPC error): %v", name, err)
-	}
-	checkResult(t, st.Tool, res)
-	return res
-}
-
-// checkResult checks a result as an SDK client would see it: a success's
-// structured content validates against the tool's output schema, and
-// either kind reads as structured says.
-func checkResult(t *testing.T, tool mcp.Tool, res *mcp.CallToolResult) {
-	t.Helper()
-	if !res.IsError {
-		if err := mcptest.CheckStructured(tool, res.StructuredContent); err != nil {
-			t.Fatal(err)
-		}
-	}
-	structured(t, res)
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-// structured is a result's JSON object, checked against the wire form
-// (result.go): a success's structured content, whose text is the same
-// object as JSON; a refusal's object, read with RefusalOf from its text,
-// with no structured content beside it.
-func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
-	t.Helper()
-	if res.IsError {
-		if res.StructuredContent != nil {
-			t.Fatalf("an error result carries structured content (the TypeScript SDK 1.x would validate it): %s", mustJSON(res.StructuredContent))
-		}
-		m, ok := RefusalOf(res)
-		if !ok {
-			t.Fatalf("an error result whose text is no refusal object: %q", text(res))
-		}
-		if msg, _ := m["message"].(string); msg == "" {
-			t.Fatalf("a refusal without a message: %v", m)
-		}
-		if len(res.Content) != 1 {
-			t.Fatalf("a refusal has %d contents, want its one text", len(res.Content))
-		}
-		return m
-	}
-	var m, fromText map[string]any
-	if err := json.Unmarshal([]byte(mustJSON(res.StructuredContent)), &m); err != nil {
-		t.Fatalf("structured content is not a JSON object: %v", err)
-	}
-	if err := json.Unmarshal([]byte(text(res)), &fromText); err != nil {
-		t.Fatalf("the text of a success is not its JSON object: %v: %q", err, text(res))
-	}
-	if !reflect.DeepEqual(m, fromText) {
-		t.Fatalf("the text is not the structured content:\n text %s\n structured %s", text(res), mustJSON(res.StructuredContent))
-	}
-	return m
-}
-
-// message is what a result says to do: a refusal's message, or a write
-// answer's message field.
-func message(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	msg, _ := structured(t, res)["message"].(string)
-	return msg
-}
-
-func text(res *mcp.CallToolResult) string {
-	if len(res.Content) == 0 {
-		return ""
-	}
-	if tc, ok := mcp.AsTextContent(res.Content[0]); ok {
-		return tc.Text
-	}
-	return ""
-}
+// The helpers every test here calls tools with (toolstest's).
+var (
+	call        = toolstest.Call
+	checkResult = toolstest.CheckResult
+	mustJSON    = toolstest.MustJSON
+	structured  = toolstest.Structured
+	message     = toolstest.Message
+	text        = toolstest.Text
+)
 
 func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 	want := map[string][4]bool{ // readOnly, destructive, idempotent, openWorld
@@ -143,12 +48,12 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 		NamePurgeWorkItem:     {false, true, true, false},
 		NameListTags:          {true, false, true, false},
 	}
-	tools := operatorTools(t, &fakeTracker{}, nil)
-	if len(tools) != len(want) {
-		t.Fatalf("got %d tools, want %d", len(tools), len(want))
+	ts := operatorTools(t, &fakeTracker{}, nil)
+	if len(ts) != len(want) {
+		t.Fatalf("got %d tools, want %d", len(ts), len(want))
 	}
 	for name, w := range want {
-		st, ok := tools[name]
+		st, ok := ts[name]
 		if !ok {
 			t.Fatalf("missing tool %s", name)
 		}
@@ -163,7 +68,7 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 		if string(st.Tool.RawOutputSchema) != `{"type":"object"}` {
 			t.Errorf("%s: no output schema", name)
 		}
-		_, hasOpID := st.Tool.InputSchema.Properties[argOpID]
+		_, hasOpID := st.Tool.InputSchema.Properties[tools.ArgOpID]
 		if hasOpID == *a.ReadOnlyHint {
 			t.Errorf("%s: op_id present=%v on a readOnly=%v tool", name, hasOpID, *a.ReadOnlyHint)
 		}
@@ -174,77 +79,6 @@ func TestEveryToolHasAllFourAnnotationsAndClosedSchema(t *testing.T) {
 			t.Errorf("%s: takes a level argument", name)
 		}
 	}
-}
-
-// TestToolSnaps compares every tool's definition, on both surfaces, with
-// its snapshot in __toolsnaps__ (the seat's under __toolsnaps__/seat);
-// UPDATE_TOOLSNAPS=true rewrites them. A missing snapshot fails, and so
-// does a snapshot no tool has any more.
-func TestToolSnaps(t *testing.T) {
-	update := os.Getenv("UPDATE_TOOLSNAPS") == "true"
-	for _, surface := range []struct {
-		deps Deps
-		dir  string
-	}{{Deps{Surface: Operator, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil)}}, "__toolsnaps__"}, {Deps{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil)}}, filepath.Join("__toolsnaps__", "seat")}} {
-		seen := map[string]bool{}
-		for _, st := range Set(surface.deps) {
-			path := filepath.Join(surface.dir, st.Tool.Name+".snap")
-			seen[path] = true
-			t.Run(string(surface.deps.Surface)+"/"+st.Tool.Name, func(t *testing.T) {
-				raw, err := json.Marshal(st.Tool)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got bytes.Buffer
-				if err := json.Indent(&got, raw, "", "  "); err != nil {
-					t.Fatal(err)
-				}
-				got.WriteByte('\n')
-				if update {
-					if err := os.MkdirAll(surface.dir, 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("no snapshot for %s (%v): run UPDATE_TOOLSNAPS=true go test ./tools/ and review the diff", st.Tool.Name, err)
-				}
-				if !bytes.Equal(normalize(want), normalize(got.Bytes())) {
-					t.Fatalf("tool %s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=true go test ./tools/\ngot:\n%s", st.Tool.Name, path, got.String())
-				}
-			})
-		}
-		files, err := filepath.Glob(filepath.Join(surface.dir, "*.snap"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if seen[f] {
-				continue
-			}
-			if update {
-				if err := os.Remove(f); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			t.Errorf("snapshot %s belongs to no %s tool: delete it (UPDATE_TOOLSNAPS=true does)", f, surface.deps.Surface)
-		}
-	}
-}
-
-// normalize re-encodes JSON so formatting differences do not count.
-func normalize(b []byte) []byte {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return b
-	}
-	out, _ := json.Marshal(v)
-	return out
 }
 
 func TestBadArgumentsAreInvalidArgumentResultsBeforeTheService(t *testing.T) {
@@ -310,9 +144,9 @@ func truncate(s string) string {
 
 func TestArgumentsReachTheService(t *testing.T) {
 	f := &fakeTracker{}
-	tools := operatorTools(t, f, nil)
+	ts := operatorTools(t, f, nil)
 
-	res := call(t, tools, NameCreateWorkItem, `{"project":"ENG","title":"Fix it","assignee":"ana","op_id":"01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG"}`)
+	res := call(t, ts, NameCreateWorkItem, `{"project":"ENG","title":"Fix it","assignee":"ana","op_id":"01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG"}`)
 	if res.IsError {
 		t.Fatalf("error: %s", text(res))
 	}
@@ -331,7 +165,7 @@ func TestArgumentsReachTheService(t *testing.T) {
 	}
 
 	// if_match above 2^53 survives: arguments are read from the wire bytes.
-	res = call(t, tools, NameUpdateWorkItem, `{"key":"ENG-1","if_match":9007199254740993,"status":"done","description":""}`)
+	res = call(t, ts, NameUpdateWorkItem, `{"key":"ENG-1","if_match":9007199254740993,"status":"done","description":""}`)
 	if res.IsError {
 		t.Fatalf("error: %s", text(res))
 	}
@@ -342,7 +176,7 @@ func TestArgumentsReachTheService(t *testing.T) {
 		t.Errorf("patch %+v", f.lastP)
 	}
 
-	res = call(t, tools, NameListWorkItems, `{"project":"ENG","status":"open","limit":5,"cursor":"c1"}`)
+	res = call(t, ts, NameListWorkItems, `{"project":"ENG","status":"open","limit":5,"cursor":"c1"}`)
 	if res.IsError {
 		t.Fatalf("error: %s", text(res))
 	}
@@ -365,11 +199,11 @@ func TestArgumentsReachTheService(t *testing.T) {
 	}
 
 	// Absent and null arguments are both "not given".
-	res = call(t, tools, NameListWorkItems, `{"project":null}`)
+	res = call(t, ts, NameListWorkItems, `{"project":null}`)
 	if res.IsError || f.lastF.Limit != tracker.DefaultListLimit || f.lastF.Project != "" {
 		t.Errorf("defaults: %+v %s", f.lastF, text(res))
 	}
-	res = call(t, tools, NameListProjects, `null`)
+	res = call(t, ts, NameListProjects, `null`)
 	if res.IsError {
 		t.Errorf("list_projects with null arguments: %s", text(res))
 	}
@@ -469,7 +303,7 @@ func TestMaintenanceSaysWhatAnMCPCallerCanDo(t *testing.T) {
 			args = `{"key":"ENG-1","if_match":3,"title":"x"}`
 		}
 		res := call(t, operatorTools(t, f, nil), name, args)
-		m, isRefusal := RefusalOf(res)
+		m, isRefusal := tools.RefusalOf(res)
 		msg, _ := m["message"].(string)
 		if !res.IsError || !isRefusal || m["refused"] != "maintenance" || msg == "" {
 			t.Fatalf("%s: %v | %s", name, m, text(res))

@@ -1,4 +1,4 @@
-package tools
+package kbtools
 
 import (
 	"strings"
@@ -10,6 +10,8 @@ import (
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/toolstest"
 )
 
 var kbNames = []string{NameListSpaces, NameCreateSpace, NameUpdateSpace, NameCreatePage, NameGetPage, NameListPages, NameUpdatePage, NameSearchKnowledge, NamePurgePage,
@@ -19,11 +21,7 @@ var kbNames = []string{NameListSpaces, NameCreateSpace, NameUpdateSpace, NameCre
 func kbTools(t *testing.T) (*node.Node, map[string]server.ServerTool) {
 	t.Helper()
 	n := enginetest.OpenNode(t, node.Config{})
-	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Services: []any{&fakeTracker{}, n.Pages()}, Surface: Operator}) {
-		out[st.Tool.Name] = st
-	}
-	return n, out
+	return n, toolstest.ByName(tools.Catalogue{Toolset(n.Pages())}.Set(tools.Deps{Surface: tools.Operator}))
 }
 
 func pagesLastSeq(t *testing.T, n *node.Node) uint64 {
@@ -35,16 +33,16 @@ func pagesLastSeq(t *testing.T, n *node.Node) uint64 {
 // when it has a knowledge base (TestToolSnaps compares their snapshots),
 // none without one, and the seat set never offers purge_page.
 func TestKBToolsInTheSet(t *testing.T) {
-	names := func(d Deps) map[string]bool {
+	names := func(c tools.Catalogue, d tools.Deps) map[string]bool {
 		out := map[string]bool{}
-		for _, st := range Set(d) {
+		for _, st := range c.Set(d) {
 			out[st.Tool.Name] = true
 		}
 		return out
 	}
 	// A typed nil service: the definitions do not call it.
-	with := names(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Operator})
-	without := names(Deps{Services: []any{&fakeTracker{}}, Surface: Operator})
+	with := names(tools.Catalogue{Toolset((*kb.Service)(nil))}, tools.Deps{Surface: tools.Operator})
+	without := names(tools.Catalogue{Toolset(nil)}, tools.Deps{Surface: tools.Operator})
 	for _, name := range kbNames {
 		if !with[name] {
 			t.Errorf("%s missing from the operator set", name)
@@ -53,7 +51,7 @@ func TestKBToolsInTheSet(t *testing.T) {
 			t.Errorf("%s offered with no knowledge base", name)
 		}
 	}
-	if names(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Seat})[NamePurgePage] {
+	if names(tools.Catalogue{Toolset((*kb.Service)(nil))}, tools.Deps{Surface: tools.Seat})[NamePurgePage] {
 		t.Error("purge_page offered on the seat surface: it is operator only")
 	}
 }
@@ -73,7 +71,7 @@ func TestKBAnnotations(t *testing.T) {
 		NameCommentOnPage:    {false, false, false, false},
 		NamePurgePage:        {false, true, true, false},
 	}
-	for _, st := range Set(Deps{Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Surface: Operator}) {
+	for _, st := range (tools.Catalogue{Toolset((*kb.Service)(nil))}).Set(tools.Deps{Surface: tools.Operator}) {
 		w, ok := want[st.Tool.Name]
 		if !ok {
 			continue
@@ -88,7 +86,7 @@ func TestKBAnnotations(t *testing.T) {
 		if string(st.Tool.RawOutputSchema) != `{"type":"object"}` {
 			t.Errorf("%s: no output schema", st.Tool.Name)
 		}
-		if _, hasOpID := st.Tool.InputSchema.Properties[argOpID]; hasOpID == *a.ReadOnlyHint {
+		if _, hasOpID := st.Tool.InputSchema.Properties[tools.ArgOpID]; hasOpID == *a.ReadOnlyHint {
 			t.Errorf("%s: op_id present=%v on a readOnly=%v tool", st.Tool.Name, hasOpID, *a.ReadOnlyHint)
 		}
 	}
@@ -98,12 +96,12 @@ func TestKBAnnotations(t *testing.T) {
 // carry structured content and a short text, and malformed arguments are
 // invalid_argument results that publish nothing.
 func TestKBToolsOverARealNode(t *testing.T) {
-	n, tools := kbTools(t)
-	res := call(t, tools, NameCreateSpace, `{"key":"DOCS","name":"Docs"}`)
+	n, ts := kbTools(t)
+	res := call(t, ts, NameCreateSpace, `{"key":"DOCS","name":"Docs"}`)
 	if m := structured(t, res); res.IsError || m["outcome"] != "applied" || m["space"].(map[string]any)["key"] != "DOCS" {
 		t.Fatalf("create_space: %s", text(res))
 	}
-	res = call(t, tools, NameCreatePage, `{"space":"DOCS","title":"Runbook","body":"Restart node-3 with care."}`)
+	res = call(t, ts, NameCreatePage, `{"space":"DOCS","title":"Runbook","body":"Restart node-3 with care."}`)
 	m := structured(t, res)
 	if res.IsError || m["outcome"] != "applied" {
 		t.Fatalf("create_page: %s", text(res))
@@ -111,20 +109,20 @@ func TestKBToolsOverARealNode(t *testing.T) {
 	page := m["page"].(map[string]any)
 	id := page["id"].(string)
 	version := int(page["version"].(float64))
-	res = call(t, tools, NameSearchKnowledge, `{"query":"node-3"}`)
+	res = call(t, ts, NameSearchKnowledge, `{"query":"node-3"}`)
 	m = structured(t, res)
 	if hits, _ := m["hits"].([]any); res.IsError || len(hits) != 1 || m["note"] != kb.SearchNote {
 		t.Fatalf("search: %s %v", text(res), m)
 	}
-	res = call(t, tools, NameUpdatePage, `{"id":"`+id+`","if_match":`+mustJSON(version)+`,"title":"Runbook v2"}`)
+	res = call(t, ts, NameUpdatePage, `{"id":"`+id+`","if_match":`+mustJSON(version)+`,"title":"Runbook v2"}`)
 	if res.IsError {
 		t.Fatalf("update_page: %s", text(res))
 	}
-	res = call(t, tools, NameListPages, `{"space":"DOCS","parent":""}`)
+	res = call(t, ts, NameListPages, `{"space":"DOCS","parent":""}`)
 	if m := structured(t, res); res.IsError || !strings.Contains(mustJSON(m["pages"]), `"title":"Runbook v2"`) {
 		t.Fatalf("list_pages: %s", text(res))
 	}
-	res = call(t, tools, NameGetPage, `{"id":"`+id+`"}`)
+	res = call(t, ts, NameGetPage, `{"id":"`+id+`"}`)
 	if m := structured(t, res); res.IsError || m["page"].(map[string]any)["body"] != "Restart node-3 with care." {
 		t.Fatalf("get_page: %s", text(res))
 	}
@@ -152,7 +150,7 @@ func TestKBToolsOverARealNode(t *testing.T) {
 	}
 	for _, c := range cases {
 		before := pagesLastSeq(t, n)
-		res := call(t, tools, c.tool, c.args)
+		res := call(t, ts, c.tool, c.args)
 		m := structured(t, res)
 		if msg, _ := m["message"].(string); !res.IsError || m["refused"] != string(engine.CodeInvalidArgument) || !strings.Contains(msg, c.mention) {
 			t.Errorf("%s %s: %v %q", c.tool, c.args, m, text(res))
@@ -162,12 +160,21 @@ func TestKBToolsOverARealNode(t *testing.T) {
 		}
 	}
 
-	res = call(t, tools, NamePurgePage, `{"id":"`+id+`"}`)
+	res = call(t, ts, NamePurgePage, `{"id":"`+id+`"}`)
 	if m := structured(t, res); res.IsError || m["outcome"] != "applied" || m["space"] != "DOCS" {
 		t.Fatalf("purge_page: %s", text(res))
 	}
-	res = call(t, tools, NameGetPage, `{"id":"`+id+`"}`)
+	res = call(t, ts, NameGetPage, `{"id":"`+id+`"}`)
 	if m := structured(t, res); !res.IsError || m["refused"] != string(engine.CodeDeleted) {
 		t.Fatalf("get after purge: %v", m)
 	}
 }
+
+// The helpers the tests here call tools with (toolstest's).
+var (
+	call       = toolstest.Call
+	structured = toolstest.Structured
+	message    = toolstest.Message
+	text       = toolstest.Text
+	mustJSON   = toolstest.MustJSON
+)

@@ -1,4 +1,4 @@
-package tools
+package trackertools
 
 // list_comments: an item's whole comment thread, a page at a time
 // (get_work_item shows the newest 50).
@@ -11,6 +11,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
 )
 
 // CommentLister pages an item's comments (*tracker.Service).
@@ -23,16 +24,12 @@ var _ CommentLister = (*tracker.Service)(nil)
 // NameListComments is list_comments {key, cursor, limit}.
 const NameListComments = "list_comments"
 
-func init() {
-	register(Entry{Build: ListComments, Read: true, Needs: needs[CommentLister], Toolset: ToolsetTracker})
-}
-
-// ListComments is list_comments {key, cursor, limit}.
-func ListComments(d Deps) (mcp.Tool, server.ToolHandlerFunc) {
+// listComments is list_comments {key, cursor, limit}.
+func listComments(d env) (mcp.Tool, server.ToolHandlerFunc) {
 	return itemPageTool(d, NameListComments, "An item's comments, newest first, with ids for comment_on_work_item's edits.",
-		"List comments", outputSchema[tracker.CommentPage](),
+		"List comments", tools.OutputSchema[tracker.CommentPage](),
 		func(ctx context.Context, r engine.ReadOptions, key, cursor string, limit int) (any, error) {
-			l, _ := service[CommentLister](d)
+			l, _ := d.svc.(CommentLister)
 			return l.ListComments(ctx, r, key, cursor, limit)
 		})
 }

@@ -1,4 +1,4 @@
-package tools
+package trackertools
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/kbtools"
 )
 
-func getPrompt(t *testing.T, d Deps, ctx context.Context, name string, args map[string]string) (string, error) {
+func getPrompt(t *testing.T, f *fakeTracker, d tools.Deps, ctx context.Context, name string, args map[string]string) (string, error) {
 	t.Helper()
-	for _, p := range Prompts(d) {
+	for _, p := range (tools.Catalogue{Toolset(f)}).Prompts(d) {
 		if p.Prompt.Name != name {
 			continue
 		}
@@ -35,27 +37,27 @@ func getPrompt(t *testing.T, d Deps, ctx context.Context, name string, args map[
 // and is not offered where the tracker's toolset is filtered out.
 func TestPromptsFollowTheSurface(t *testing.T) {
 	f := &fakeTracker{}
-	op := Deps{Surface: Operator, Services: []any{f}}
-	text, err := getPrompt(t, op, context.Background(), PromptTriage, map[string]string{"project": "ENG"})
+	op := tools.Deps{Surface: tools.Operator}
+	text, err := getPrompt(t, f, op, context.Background(), PromptTriage, map[string]string{"project": "ENG"})
 	if err != nil || !strings.Contains(text, "update_work_item") || f.lastF.Status != "open" || f.lastF.Project != "ENG" {
 		t.Fatalf("triage: %q %v (filter %+v)", text, err, f.lastF)
 	}
-	ro := Deps{Surface: Operator, Services: []any{f}, Filter: Filter{ReadOnly: true}}
-	if text, err := getPrompt(t, ro, context.Background(), PromptFindDuplicates, map[string]string{"key": "ENG-2"}); err != nil || !strings.Contains(text, "read-only") || strings.Contains(text, "Then merge") {
+	ro := tools.Deps{Surface: tools.Operator, Filter: tools.Filter{ReadOnly: true}}
+	if text, err := getPrompt(t, f, ro, context.Background(), PromptFindDuplicates, map[string]string{"key": "ENG-2"}); err != nil || !strings.Contains(text, "read-only") || strings.Contains(text, "Then merge") {
 		t.Errorf("read-only find_duplicates: %q %v", text, err)
 	}
 	for _, args := range []map[string]string{{}, {"project": "eng!"}} {
-		if _, err := getPrompt(t, op, context.Background(), PromptStatusReport, args); err == nil || !strings.Contains(err.Error(), `"refused":"invalid_argument"`) {
+		if _, err := getPrompt(t, f, op, context.Background(), PromptStatusReport, args); err == nil || !strings.Contains(err.Error(), `"refused":"invalid_argument"`) {
 			t.Errorf("status_report %v: %v, want invalid_argument", args, err)
 		}
 	}
 	trigger := engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: 7}
-	ctx := WithTurn(context.Background(), Turn{Seat: "s", Unit: "u", Trigger: &trigger})
-	seat := Deps{Surface: Seat, Services: []any{f}}
-	if _, err := getPrompt(t, seat, ctx, PromptStatusReport, map[string]string{"project": "ENG"}); err != nil || f.lastR.MinPosition == nil || *f.lastR.MinPosition != trigger {
+	ctx := tools.WithTurn(context.Background(), tools.Turn{Seat: "s", Unit: "u", Trigger: &trigger})
+	seat := tools.Deps{Surface: tools.Seat}
+	if _, err := getPrompt(t, f, seat, ctx, PromptStatusReport, map[string]string{"project": "ENG"}); err != nil || f.lastR.MinPosition == nil || *f.lastR.MinPosition != trigger {
 		t.Errorf("seat status_report read %+v (%v), want floored at %v", f.lastR, err, trigger)
 	}
-	if ps := Prompts(Deps{Surface: Operator, Services: []any{f}, Filter: Filter{Toolsets: []string{ToolsetKB}}}); len(ps) != 0 {
+	if ps := (tools.Catalogue{Toolset(f)}).Prompts(tools.Deps{Surface: tools.Operator, Filter: tools.Filter{Toolsets: []string{kbtools.Name}}}); len(ps) != 0 {
 		t.Errorf("--toolsets kb offers %d tracker prompts", len(ps))
 	}
 }
@@ -64,14 +66,14 @@ func TestPromptsFollowTheSurface(t *testing.T) {
 // and spaces as resources, not the tracker's.
 func TestResourceTemplatesFollowTheFilter(t *testing.T) {
 	var got []string
-	for _, r := range ResourceTemplates(Deps{Surface: Operator, Services: []any{&fakeTracker{}, (*kb.Service)(nil)}, Filter: Filter{Toolsets: []string{ToolsetKB}}}) {
+	for _, r := range (tools.Catalogue{Toolset(&fakeTracker{}), kbtools.Toolset((*kb.Service)(nil))}).ResourceTemplates(tools.Deps{Surface: tools.Operator, Filter: tools.Filter{Toolsets: []string{kbtools.Name}}}) {
 		got = append(got, r.Template.URITemplate.Raw())
 	}
-	if strings.Join(got, " ") != ResourcePage+" "+ResourceSpace {
+	if strings.Join(got, " ") != kbtools.ResourcePage+" "+kbtools.ResourceSpace {
 		t.Errorf("--toolsets kb: templates %v, want the page's and the space's", got)
 	}
 	got = nil
-	for _, r := range ResourceTemplates(Deps{Surface: Operator, Services: []any{&fakeTracker{}}}) {
+	for _, r := range (tools.Catalogue{Toolset(&fakeTracker{})}).ResourceTemplates(tools.Deps{Surface: tools.Operator}) {
 		got = append(got, r.Template.URITemplate.Raw())
 	}
 	if strings.Join(got, " ") != ResourceWorkItem+" "+ResourceProject {

@@ -1,4 +1,4 @@
-package tools
+package trackertools
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/toolstest"
 )
 
 func TestNewToolsRefuseBadArgumentsBeforeTheService(t *testing.T) {
@@ -81,10 +83,10 @@ func TestNewToolsRefuseBadArgumentsBeforeTheService(t *testing.T) {
 
 func TestNewArgumentsReachTheService(t *testing.T) {
 	f := &fakeTracker{}
-	tools := operatorTools(t, f, nil)
+	ts := operatorTools(t, f, nil)
 	ok := func(name, args string) map[string]any {
 		t.Helper()
-		res := call(t, tools, name, args)
+		res := call(t, ts, name, args)
 		if res.IsError {
 			t.Fatalf("%s: %s", name, text(res))
 		}
@@ -136,14 +138,14 @@ func TestNewArgumentsReachTheService(t *testing.T) {
 	}
 
 	// Search reads the index as applied: no level, no floor of its own.
-	res := call(t, tools, NameSearchWorkItems, `{"query":"login page","project":"ENG","limit":5}`)
+	res := call(t, ts, NameSearchWorkItems, `{"query":"login page","project":"ENG","limit":5}`)
 	if res.IsError || f.lastR != (engine.ReadOptions{}) || f.lastG.query != "login page" || f.lastG.other != "ENG" || f.lastG.limit != 5 {
 		t.Fatalf("search: %+v %+v %s", f.lastR, f.lastG, text(res))
 	}
 	if m := structured(t, res); !strings.Contains(mustJSON(m["hits"]), `"key":"ENG-1","score":3,"snippet":"[login] page","status":"open","title":"Fix the [login]"`) {
 		t.Errorf("search answer %v", m)
 	}
-	call(t, tools, NameSearchWorkItems, `{"query":"x"}`)
+	call(t, ts, NameSearchWorkItems, `{"query":"x"}`)
 	if f.lastG.limit != tracker.DefaultSearchLimit {
 		t.Errorf("default limit %d", f.lastG.limit)
 	}
@@ -158,11 +160,7 @@ func (fakeUnits) Call(context.Context, string, string, string) (time.Time, int, 
 
 func seatTools(t *testing.T, f *fakeTracker) map[string]server.ServerTool {
 	t.Helper()
-	out := map[string]server.ServerTool{}
-	for _, st := range Set(Deps{Services: []any{f}, Surface: Seat, Units: fakeUnits{}}) {
-		out[st.Tool.Name] = st
-	}
-	return out
+	return toolstest.ByName(tools.Catalogue{Toolset(f)}.Set(tools.Deps{Surface: tools.Seat, Units: fakeUnits{}}))
 }
 
 func seatCall(t *testing.T, st server.ServerTool, args string) *mcp.CallToolResult {
@@ -171,7 +169,7 @@ func seatCall(t *testing.T, st server.ServerTool, args string) *mcp.CallToolResu
 	if err := json.Unmarshal([]byte(`{"name":`+mustJSON(st.Tool.Name)+`,"arguments":`+args+`}`), &req.Params); err != nil {
 		t.Fatal(err)
 	}
-	ctx := WithTurn(context.Background(), Turn{Seat: "seat-7", Unit: "unit-1"})
+	ctx := tools.WithTurn(context.Background(), tools.Turn{Seat: "seat-7", Unit: "unit-1"})
 	res, err := st.Handler(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -182,14 +180,14 @@ func seatCall(t *testing.T, st server.ServerTool, args string) *mcp.CallToolResu
 
 func TestSeatSurfaceHasNoPurgeAndSignsComments(t *testing.T) {
 	f := &fakeTracker{}
-	tools := seatTools(t, f)
-	if _, ok := tools[NamePurgeWorkItem]; ok {
+	ts := seatTools(t, f)
+	if _, ok := ts[NamePurgeWorkItem]; ok {
 		t.Fatal("the seat surface has purge_work_item")
 	}
-	if len(tools) != len(operatorTools(t, &fakeTracker{}, nil))-1 {
-		t.Errorf("seat has %d tools; want every operator tool but purge", len(tools))
+	if len(ts) != len(operatorTools(t, &fakeTracker{}, nil))-1 {
+		t.Errorf("seat has %d tools; want every operator tool but purge", len(ts))
 	}
-	comment := tools[NameCommentOnWorkItem]
+	comment := ts[NameCommentOnWorkItem]
 	if _, ok := comment.Tool.InputSchema.Properties["author"]; ok {
 		t.Error("a seat's comment takes an author")
 	}
@@ -201,7 +199,7 @@ func TestSeatSurfaceHasNoPurgeAndSignsComments(t *testing.T) {
 		t.Errorf("a seat could sign as someone else: %s", text(res))
 	}
 	// Built for a seat anyway, purge refuses before the service.
-	t2, h := PurgeWorkItem(Deps{Services: []any{f}, Surface: Seat, Units: fakeUnits{}})
+	t2, h := purgeWorkItem(env{Deps: tools.Deps{Surface: tools.Seat, Units: fakeUnits{}}, svc: f})
 	f.calls = nil
 	res = seatCall(t, server.ServerTool{Tool: t2, Handler: h}, `{"key":"ENG-1"}`)
 	if !res.IsError || len(f.calls) != 0 || !strings.Contains(message(t, res), "operators only") {
