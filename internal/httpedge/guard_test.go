@@ -37,10 +37,10 @@ func TestGuardEmptyTokenFailsClosed(t *testing.T) {
 	}
 }
 
-// TestHostGuardWantsNoToken: the host guard admits this node's own names
+// TestPageGuardWantsNoToken: the page guard admits this node's own names
 // without a token and refuses a foreign Host or Origin 403, as the guard
 // does.
-func TestHostGuardWantsNoToken(t *testing.T) {
+func TestPageGuardWantsNoToken(t *testing.T) {
 	h := httpedge.NewGuard(httpedge.GuardOptions{Token: "t"}).Page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("page")) }))
 	ts := httptest.NewServer(h)
 	defer ts.Close()
