@@ -130,7 +130,9 @@ func inProcessServe(t *testing.T, m *Main, dir string) (base, token string) {
 	cm.Stdin, cm.Stdout, cm.Stderr = strings.NewReader(""), io.Discard, w
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&ServeCommand{&cm}).Run(ctx, []string{"--data", dir, "--http", "127.0.0.1:0", "--log-format", "json"}) }()
+	go func() {
+		done <- (&ServeCommand{&cm}).Run(ctx, []string{"--data", dir, "--http", "127.0.0.1:0", "--log-format", "json"})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
