@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/mcptest"
 )
 
@@ -22,9 +23,9 @@ func TestFeaturesOverHTTP(t *testing.T) {
 	n := realNode(t)
 	relay := NewLogRelay()
 	logger := slog.New(relay.Handler(testLogger(t).Handler()))
-	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
+	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, catalogueOf(n.Tracker(), n.Pages()))
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: logger}))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: logger}).Operator(OperatorHandler(s, logger)))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 
@@ -66,9 +67,9 @@ func TestSubscriptionsListen(t *testing.T) {
 	n := realNode(t)
 	relay := NewLogRelay()
 	logger := slog.New(relay.Handler(testLogger(t).Handler()))
-	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, n.Tracker(), n.Pages())
+	s := New(Options{Version: "test", Logger: logger, Applied: n, Logs: relay}, catalogueOf(n.Tracker(), n.Pages()))
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	c, err := client.NewStreamableHttpClient(ts.URL+"/operator/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testToken}))

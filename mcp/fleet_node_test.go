@@ -6,7 +6,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/fleettools"
 )
 
 // TestNodeGateTools: evict_node and readmit_node over the operator MCP of
@@ -18,8 +18,8 @@ func TestNodeGateTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	c := inProcess(t, NewServer("test", testLogger(t), n.Tracker(), n.Pages(), n.NodeGates()))
-	for _, name := range []string{tools.NameEvictNode, tools.NameReadmitNode} {
+	c := inProcess(t, NewServer("test", testLogger(t), catalogueOf(n.Tracker(), n.Pages(), n.NodeGates())))
+	for _, name := range []string{fleettools.NameEvictNode, fleettools.NameReadmitNode} {
 		res := callTool(t, c, name, map[string]any{"node": "n2"})
 		m := object(t, res)
 		steps, _ := m["steps"].([]any)
@@ -27,7 +27,7 @@ func TestNodeGateTools(t *testing.T) {
 			t.Fatalf("%s: %v", name, m)
 		}
 	}
-	res := callTool(t, c, tools.NameEvictNode, map[string]any{"node": "n1"})
+	res := callTool(t, c, fleettools.NameEvictNode, map[string]any{"node": "n1"})
 	if m := object(t, res); !res.IsError || m["refused"] != "invalid_argument" {
 		t.Fatalf("self-eviction: %v", m)
 	}
@@ -42,7 +42,7 @@ func TestRetentionStatusTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	s := NewServer("test", testLogger(t), n.Tracker(), n.Pages(), n.NodeGates(), n.Retention())
+	s := NewServer("test", testLogger(t), catalogueOf(n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))
 	c := inProcess(t, s)
 	list, err := c.ListTools(ctxT(t), mcpgo.ListToolsRequest{})
 	if err != nil {
@@ -50,7 +50,7 @@ func TestRetentionStatusTool(t *testing.T) {
 	}
 	var found bool
 	for _, tl := range list.Tools {
-		if tl.Name == tools.NameRetentionStatus {
+		if tl.Name == fleettools.NameRetentionStatus {
 			found = true
 			if tl.Annotations.ReadOnlyHint == nil || !*tl.Annotations.ReadOnlyHint {
 				t.Fatal("retention_status is not annotated read-only")
@@ -60,7 +60,7 @@ func TestRetentionStatusTool(t *testing.T) {
 	if !found {
 		t.Fatal("retention_status is not offered")
 	}
-	res := callTool(t, c, tools.NameRetentionStatus, map[string]any{})
+	res := callTool(t, c, fleettools.NameRetentionStatus, map[string]any{})
 	m := object(t, res)
 	nodes, _ := m["nodes"].([]any)
 	if res.IsError || m["level"] != "stale" || len(nodes) != 1 {
@@ -70,7 +70,7 @@ func TestRetentionStatusTool(t *testing.T) {
 	if nodes[0].(map[string]any)["node"] != "n1" || len(domains) != 2 {
 		t.Fatalf("retention_status names %v", nodes[0])
 	}
-	if res := callTool(t, c, tools.NameRetentionStatus, map[string]any{"level": "linearizable"}); !res.IsError {
+	if res := callTool(t, c, fleettools.NameRetentionStatus, map[string]any{"level": "linearizable"}); !res.IsError {
 		t.Fatalf("retention_status took a level argument: %s", textOf(res))
 	}
 }

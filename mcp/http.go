@@ -1,247 +1,38 @@
 package mcp
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// HTTPOptions configure the HTTP MCP surfaces.
-type HTTPOptions struct {
-	// Token is the bearer token every request must carry. Empty refuses
-	// every request (fail closed).
-	Token string
-	// AllowedHosts are the Host values (host, or host:port) the node is
-	// reached by besides loopback. A bare host matches any port.
-	// localhost, 127.0.0.1 and [::1] are always allowed on the port the
-	// request came in on.
-	AllowedHosts []string
-	Logger       *slog.Logger
-}
-
-// Refusal codes of the HTTP guard. They are not in the engine's table:
-// they are about the request's credentials and origin, not a read or write
-// (like the HTTP edge's own too_large, httpedge.CodeTooLarge, which
-// answers before the guard).
-const (
-	codeUnauthorized = "unauthorized"
-	codeForbidden    = "forbidden"
-)
-
 // sessionIdleTTL drops classic-protocol sessions nobody used for this long.
 const sessionIdleTTL = time.Hour
 
-// OperatorHandler is the operator MCP over Streamable HTTP behind Guard.
-// The mux decides its path (/operator/mcp).
-func OperatorHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
-	logger := componentLogger(opts.Logger).With(slog.String("surface", "operator"))
-	h := server.NewStreamableHTTPServer(s,
-		// Guard checks Host against AllowedHosts (loopback included), which
-		// mcp-go's loopback-only DNS-rebinding check would contradict for a
-		// node reached by a name on a loopback listener behind a proxy.
+// OperatorHandler is the operator MCP over Streamable HTTP. The mount
+// decides its path (/operator/mcp) and puts the operator guard
+// (httpedge.Guard: the token, Host and Origin) in front of it.
+func OperatorHandler(s *server.MCPServer, logger *slog.Logger) http.Handler {
+	logger = componentLogger(logger).With(slog.String("surface", "operator"))
+	return server.NewStreamableHTTPServer(s,
+		// The guard checks Host against the node's allowed hosts (loopback
+		// included), which mcp-go's loopback-only DNS-rebinding check would
+		// contradict for a node reached by a name on a loopback listener
+		// behind a proxy.
 		server.WithDisableLocalhostProtection(true),
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(logger),
 	)
-	return Guard(opts, h)
 }
 
-// Guard admits a request to next only if its Host is allowed (else 403),
-// its Origin, when present, is http(s):// an allowed host (else 403), and
-// it carries Authorization: Bearer <Token> (else 401 with
-// WWW-Authenticate: Bearer). It applies to every method. Refusal bodies
-// are JSON {"refused": "...", "message": "..."}.
-func Guard(opts HTTPOptions, next http.Handler) http.Handler {
-	return newGuard(opts).wrap(next)
-}
-
-// HostGuard applies Guard's Host and Origin rules without asking for the
-// token: for what a browser must load before it can send one (the
-// dashboard's own page and assets, which carry no data).
-func HostGuard(opts HTTPOptions, next http.Handler) http.Handler {
-	g := newGuard(opts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.hostAndOrigin(w, r) {
-			next.ServeHTTP(w, r)
-		}
-	})
-}
-
-func newGuard(opts HTTPOptions) *guard {
-	g := &guard{
-		logger: componentLogger(opts.Logger),
-		want:   sha256.Sum256([]byte(opts.Token)),
-		empty:  opts.Token == "",
-	}
-	for _, h := range opts.AllowedHosts {
-		if h = strings.TrimSpace(h); h != "" {
-			g.allowed = append(g.allowed, splitHost(h, ""))
-		}
-	}
-	return g
-}
-
-type hostPort struct{ host, port string }
-
-type guard struct {
-	logger  *slog.Logger
-	want    [sha256.Size]byte
-	empty   bool
-	allowed []hostPort
-}
-
-func (g *guard) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.hostAndOrigin(w, r) {
-			return
-		}
-		switch g.checkToken(r.Header.Get("Authorization")) {
-		case tokenMissing:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="crewlet"`)
-			g.deny(w, r, http.StatusUnauthorized, codeUnauthorized,
-				"This endpoint wants Authorization: Bearer <token>. Send the node's operator token (crewlet serve prints where it is).")
-			return
-		case tokenWrong:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="crewlet", error="invalid_token"`)
-			g.deny(w, r, http.StatusUnauthorized, codeUnauthorized,
-				"The bearer token is not this node's operator token. Send the token crewlet serve wrote, without extra spaces.")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// hostAndOrigin refuses a request whose Host or Origin is not this
-// node's, and says whether it passed.
-func (g *guard) hostAndOrigin(w http.ResponseWriter, r *http.Request) bool {
-	listenPort := localPort(r)
-	if !g.hostAllowed(splitHost(r.Host, "http"), listenPort) {
-		g.deny(w, r, http.StatusForbidden, codeForbidden,
-			"The Host header "+quote(r.Host)+" is not one this node is reached by. Use the node's address as configured, or add it to the allowed hosts.")
-		return false
-	}
-	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, listenPort) {
-		g.deny(w, r, http.StatusForbidden, codeForbidden,
-			"Requests from the origin "+quote(origin)+" are refused: only pages served from this node's own allowed hosts may call it.")
-		return false
-	}
-	return true
-}
-
-type tokenVerdict int
-
-const (
-	tokenOK tokenVerdict = iota
-	tokenMissing
-	tokenWrong
-)
-
-// checkToken compares in constant time: both sides are hashed first, so
-// neither the content nor the length of the token leaks through timing.
-func (g *guard) checkToken(header string) tokenVerdict {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return tokenMissing
-	}
-	tok = strings.TrimSpace(tok)
-	if tok == "" {
-		return tokenMissing
-	}
-	got := sha256.Sum256([]byte(tok))
-	if subtle.ConstantTimeCompare(got[:], g.want[:]) != 1 || g.empty {
-		return tokenWrong
-	}
-	return tokenOK
-}
-
-func (g *guard) hostAllowed(h hostPort, listenPort string) bool {
-	if h.host == "" {
-		return false
-	}
-	if isLoopbackName(h.host) && (listenPort == "" || h.port == listenPort) {
-		return true
-	}
-	for _, a := range g.allowed {
-		if a.host == h.host && (a.port == "" || a.port == h.port) {
-			return true
-		}
-	}
-	return false
-}
-
-func (g *guard) originAllowed(origin string, listenPort string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" && u.Path != "/" {
-		return false
-	}
-	return g.hostAllowed(splitHost(u.Host, u.Scheme), listenPort)
-}
-
-func (g *guard) deny(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	g.logger.InfoContext(r.Context(), "http_request_refused",
-		slog.String("refused", code),
-		slog.Int("status", status),
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.String("host", r.Host),
-		slog.String("origin", r.Header.Get("Origin")),
-		slog.String("remote", r.RemoteAddr))
-	writeRefusal(w, status, code, msg)
-}
-
+// writeRefusal answers a refusal object, as every HTTP route of the node
+// answers one: {"refused": "...", "message": "..."}.
 func writeRefusal(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"refused": code, "message": msg})
-}
-
-// splitHost lower-cases a Host value and splits off its port; a missing
-// port is the scheme's default (none for an AllowedHosts entry, which
-// then matches any port).
-func splitHost(hp, scheme string) hostPort {
-	hp = strings.ToLower(strings.TrimSpace(hp))
-	host, port, err := net.SplitHostPort(hp)
-	if err != nil {
-		host, port = strings.TrimSuffix(strings.TrimPrefix(hp, "["), "]"), ""
-	}
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return hostPort{host: host, port: port}
-}
-
-func isLoopbackName(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
-}
-
-// localPort is the port of the socket the request arrived on, "" if unknown.
-func localPort(r *http.Request) string {
-	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || addr == nil {
-		return ""
-	}
-	_, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return ""
-	}
-	return port
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

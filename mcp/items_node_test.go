@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // TestRealNodeItemFieldsAndQueries drives the item fields, transitions,
@@ -16,44 +17,44 @@ import (
 // broker, SQLite).
 func TestRealNodeItemFieldsAndQueries(t *testing.T) {
 	n := realNode(t)
-	k := caller{t, operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker()))}
-	k.applied(tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
-	k.applied(tools.NameCreateProject, map[string]any{"key": "OPS", "name": "Operations"})
+	k := caller{t, operatorOverHTTP(t, NewServer("test", testLogger(t), catalogueOf(n.Tracker())))}
+	k.applied(trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	k.applied(trackertools.NameCreateProject, map[string]any{"key": "OPS", "name": "Operations"})
 
-	created := k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Crash on save",
+	created := k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Crash on save",
 		"priority": "high", "due": "2026-03-31", "estimate": 2.5, "type": "bug", "tags": []string{"ui"}})
 	wantFields(t, "create", created["item"].(map[string]any), "high", "2026-03-31", 2.5, "bug")
 	wantFields(t, "get", k.item("ENG-1"), "high", "2026-03-31", 2.5, "bug")
-	k.applied(tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "priority": "urgent", "due": "", "estimate": 0})
+	k.applied(trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "priority": "urgent", "due": "", "estimate": 0})
 	wantFields(t, "after update", k.item("ENG-1"), "urgent", "", 0, "bug")
-	k.refused(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "due": "31/03/2026"}, engine.CodeInvalidArgument)
-	k.refused(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "estimate": -1}, engine.CodeInvalidArgument)
+	k.refused(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "due": "31/03/2026"}, engine.CodeInvalidArgument)
+	k.refused(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "estimate": -1}, engine.CodeInvalidArgument)
 
 	// A transition not allowed from the status names the allowed set.
-	m := k.refused(tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "transition": "reopen"}, engine.CodeInvalidArgument)
+	m := k.refused(trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "transition": "reopen"}, engine.CodeInvalidArgument)
 	if msg := m["message"].(string); !strings.Contains(msg, "ENG-1 is open") || !strings.Contains(msg, "start, block, finish, cancel") {
 		t.Fatalf("transition refusal %q", msg)
 	}
-	k.applied(tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "transition": "start"})
+	k.applied(trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "transition": "start"})
 	if st := k.item("ENG-1")["status"]; st != "in_progress" {
 		t.Fatalf("start left status %v", st)
 	}
 
 	// ENG-2 depends on ENG-1: ENG-1 depending on ENG-2 is a cycle.
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Release", "depends_on": []string{"ENG-1"}, "tags": []string{"ui", "docs"}})
-	m = k.refused(tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "add_dependencies": []string{"ENG-2"}}, engine.CodeInvalidArgument)
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Release", "depends_on": []string{"ENG-1"}, "tags": []string{"ui", "docs"}})
+	m = k.refused(trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "add_dependencies": []string{"ENG-2"}}, engine.CodeInvalidArgument)
 	if msg := m["message"].(string); !strings.Contains(msg, "ENG-1 depends on ENG-2, which depends on ENG-1") {
 		t.Fatalf("cycle refusal %q", msg)
 	}
 
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "Rotate keys", "tags": []string{"ops"}, "type": "chore", "status": "blocked"})
-	tags := k.applied(tools.NameListTags, map[string]any{})["tags"].([]any)
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "Rotate keys", "tags": []string{"ops"}, "type": "chore", "status": "blocked"})
+	tags := k.applied(trackertools.NameListTags, map[string]any{})["tags"].([]any)
 	if len(tags) != 3 || tags[0].(map[string]any)["tag"] != "ui" || tags[0].(map[string]any)["count"] != float64(2) {
 		t.Fatalf("list_tags %v", tags)
 	}
-	same(t, "several statuses", keys(k.applied(tools.NameListWorkItems, map[string]any{"status": "in_progress,blocked"}), "items"), []string{"ENG-1", "OPS-1"})
-	same(t, "several types and projects", keys(k.applied(tools.NameListWorkItems, map[string]any{"type": "bug,chore", "project": "ENG,OPS"}), "items"), []string{"ENG-1", "OPS-1"})
-	same(t, "batch get", keys(k.applied(tools.NameListWorkItems, map[string]any{"keys": "OPS-1,ENG-2"}), "items"), []string{"ENG-2", "OPS-1"})
+	same(t, "several statuses", keys(k.applied(trackertools.NameListWorkItems, map[string]any{"status": "in_progress,blocked"}), "items"), []string{"ENG-1", "OPS-1"})
+	same(t, "several types and projects", keys(k.applied(trackertools.NameListWorkItems, map[string]any{"type": "bug,chore", "project": "ENG,OPS"}), "items"), []string{"ENG-1", "OPS-1"})
+	same(t, "batch get", keys(k.applied(trackertools.NameListWorkItems, map[string]any{"keys": "OPS-1,ENG-2"}), "items"), []string{"ENG-2", "OPS-1"})
 	pagedListing(k)
 }
 
@@ -70,15 +71,15 @@ func wantFields(t *testing.T, what string, it map[string]any, priority, due stri
 func pagedListing(k caller) {
 	t := k.t
 	for i := 0; i < 4; i++ {
-		k.applied(tools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "chore"})
+		k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "chore"})
 	}
-	first := k.applied(tools.NameListWorkItems, map[string]any{"project": "OPS", "limit": 2})
-	k.refused(tools.NameListWorkItems, map[string]any{"project": "ENG", "limit": 2, "cursor": first["next_cursor"]}, engine.CodeInvalidArgument)
+	first := k.applied(trackertools.NameListWorkItems, map[string]any{"project": "OPS", "limit": 2})
+	k.refused(trackertools.NameListWorkItems, map[string]any{"project": "ENG", "limit": 2, "cursor": first["next_cursor"]}, engine.CodeInvalidArgument)
 	seen := keys(first, "items")
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "between pages"})
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "OPS", "title": "between pages"})
 	floor := first["seen_through"].(map[string]any)["seq"].(float64)
 	for c := first["next_cursor"]; c != nil; {
-		page := k.applied(tools.NameListWorkItems, map[string]any{"project": "OPS", "limit": 2, "cursor": c})
+		page := k.applied(trackertools.NameListWorkItems, map[string]any{"project": "OPS", "limit": 2, "cursor": c})
 		if seq := page["seen_through"].(map[string]any)["seq"].(float64); seq < floor {
 			t.Fatalf("a later page read at %v, behind the first page's %v", seq, floor)
 		}
@@ -93,14 +94,14 @@ func pagedListing(k caller) {
 func TestSeatListsItsOwnItems(t *testing.T) {
 	n := realNode(t)
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), catalogueOf(n.Tracker())), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	k := caller{t, seatClient(t, ts.URL+"/seat/mcp", "unit-1")}
-	k.applied(tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "mine", "assignee": "seat-1"})
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "theirs", "assignee": "bo"})
-	k.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "also mine", "assignee": "seat-1", "priority": "low"})
-	same(t, "me", keys(k.applied(tools.NameListWorkItems, map[string]any{"assignee": "me"}), "items"), []string{"ENG-1", "ENG-3"})
-	same(t, "me and bo", keys(k.applied(tools.NameListWorkItems, map[string]any{"assignee": "me,bo", "sort": "priority"}), "items"), []string{"ENG-3", "ENG-1", "ENG-2"})
+	k.applied(trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "mine", "assignee": "seat-1"})
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "theirs", "assignee": "bo"})
+	k.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "also mine", "assignee": "seat-1", "priority": "low"})
+	same(t, "me", keys(k.applied(trackertools.NameListWorkItems, map[string]any{"assignee": "me"}), "items"), []string{"ENG-1", "ENG-3"})
+	same(t, "me and bo", keys(k.applied(trackertools.NameListWorkItems, map[string]any{"assignee": "me,bo", "sort": "priority"}), "items"), []string{"ENG-3", "ENG-1", "ENG-2"})
 }

@@ -53,16 +53,17 @@ type Forwarder interface {
 }
 
 // NewJoinedServer is `crewlet mcp --join URL`: a node without the data
-// role. It offers the operator toolset of this build and forwards each
+// role. It offers the operator toolset of this build (c, its catalogue
+// over no service) and forwards each
 // call to a sound data node through fw, which chooses the node. A write
 // the caller sent without op_id gets one minted here, before it is first
 // sent, so fw may offer it to another data node when one does not answer
 // without its ever running twice. Every answer is returned as the data
 // node gave it, with the node named in _meta.
-func NewJoinedServer(fw Forwarder, version string, logger *slog.Logger) *server.MCPServer {
+func NewJoinedServer(fw Forwarder, c tools.Catalogue, version string, logger *slog.Logger) *server.MCPServer {
 	logger = componentLogger(logger)
 	s := newBareServer(version, logger)
-	for _, t := range tools.Definitions(tools.Operator) {
+	for _, t := range c.Definitions(tools.Operator, tools.Filter{}) {
 		s.AddTool(t, joinForward(fw, t, logger))
 	}
 	return s

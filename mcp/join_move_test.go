@@ -16,6 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // dataNodeOf names the data node that answered a call of a node without
@@ -106,7 +107,7 @@ func TestJoinedCallMovesOnlyOnRefusalsAboutTheNode(t *testing.T) {
 		}
 		t.Cleanup(s.Close)
 	}
-	cl := inProcess(t, NewJoinedServer(estate.NewClient(natsConn(t, url), testLogger(t)), "test", testLogger(t)))
+	cl := inProcess(t, NewJoinedServer(estate.NewClient(natsConn(t, url), testLogger(t)), definitions(), "test", testLogger(t)))
 
 	evictedAt := engine.Refuse(engine.CodeEvicted, "evicted before the append.")
 	evictedAt.Position = &engine.Position{Stream: engine.StreamTracker, Generation: 1, Seq: 9}
@@ -127,7 +128,7 @@ func TestJoinedCallMovesOnlyOnRefusalsAboutTheNode(t *testing.T) {
 			script.Lock()
 			script.first, script.asked = rpcAnswer(t, c.first), nil
 			script.Unlock()
-			res := callTool(t, cl, tools.NameListProjects, map[string]any{})
+			res := callTool(t, cl, trackertools.NameListProjects, map[string]any{})
 			script.Lock()
 			asked := slices.Clone(script.asked)
 			script.Unlock()
@@ -207,8 +208,8 @@ func (f *recordingForwarder) Forward(_ context.Context, body []byte, resendable 
 // an op_id is resendable.
 func TestJoinedCallForwardsTheBytesItGot(t *testing.T) {
 	var tool mcpgo.Tool
-	for _, d := range tools.Definitions(tools.Operator) {
-		if d.Name == tools.NameCreateProject {
+	for _, d := range definitions().Definitions(tools.Operator, tools.Filter{}) {
+		if d.Name == trackertools.NameCreateProject {
 			tool = d
 		}
 	}
@@ -219,7 +220,7 @@ func TestJoinedCallForwardsTheBytesItGot(t *testing.T) {
 		fw := &recordingForwarder{answer: rpcAnswer(t, tools.Answer(map[string]any{"outcome": "applied"}))}
 		h := joinForward(fw, tool, testLogger(t))
 		var req mcpgo.CallToolRequest
-		req.Params.Name = tools.NameCreateProject
+		req.Params.Name = trackertools.NameCreateProject
 		req.Params.RawArguments = json.RawMessage(raw)
 		res, err := h(context.Background(), req)
 		if err != nil {
@@ -261,13 +262,13 @@ func (f refusingForwarder) Forward(context.Context, []byte, bool, func([]byte) *
 // that is not a refusal is answered internal, never its text.
 func TestJoinedCallRendersTheForwardersRefusal(t *testing.T) {
 	var tool mcpgo.Tool
-	for _, d := range tools.Definitions(tools.Operator) {
-		if d.Name == tools.NameListProjects {
+	for _, d := range definitions().Definitions(tools.Operator, tools.Filter{}) {
+		if d.Name == trackertools.NameListProjects {
 			tool = d
 		}
 	}
 	var req mcpgo.CallToolRequest
-	req.Params.Name = tools.NameListProjects
+	req.Params.Name = trackertools.NameListProjects
 	ref := engine.Refuse(engine.CodeNoDataNode, "nobody took it.").With("out_of_service", map[string]any{"n1": map[string]any{"refused": "stalled"}})
 	res, err := joinForward(refusingForwarder{ref}, tool, testLogger(t))(context.Background(), req)
 	if err != nil {

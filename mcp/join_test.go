@@ -47,7 +47,7 @@ func TestJoinedNodeMovesOffAnOutOfServiceCopy(t *testing.T) {
 			}
 		},
 		Opened: func(i int, n *node.Node) error {
-			return n.ServeEstate(EstateHandler(NewServer("test", logger, n.Tracker(), n.Pages(), n.NodeGates())))
+			return n.ServeEstate(EstateHandler(NewServer("test", logger, catalogueOf(n.Tracker(), n.Pages(), n.NodeGates()))))
 		},
 	})
 	cl := joinedClient(t, c, logger)
@@ -101,7 +101,7 @@ func joinedClient(t *testing.T, c *fleettest.Cluster, logger *slog.Logger) *clie
 	t.Cleanup(nc.Close)
 	es := estate.NewClient(nc, logger)
 	es.SetAttemptTimeout(10 * time.Second)
-	return inProcess(t, NewJoinedServer(es, "test", logger))
+	return inProcess(t, NewJoinedServer(es, definitions(), "test", logger))
 }
 
 // createThroughJoined files ENG and ENG-1 through the joined node: the
@@ -152,14 +152,14 @@ func TestJoinedNodeWithNoDataNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer es.Close()
-	cl := inProcess(t, NewJoinedServer(es, "test", testLogger(t)))
+	cl := inProcess(t, NewJoinedServer(es, definitions(), "test", testLogger(t)))
 	res := callTool(t, cl, "list_projects", map[string]any{})
 	if m := object(t, res); !res.IsError || m["refused"] != string(engine.CodeNoDataNode) || m["retry_after_seconds"] == nil {
 		t.Fatalf("no data node serving: %v", m)
 	}
 
 	// Serving, the same node answers; a wrong token is refused at once.
-	if err := n.ServeEstate(EstateHandler(NewServer("test", testLogger(t), n.Tracker(), n.Pages()))); err != nil {
+	if err := n.ServeEstate(EstateHandler(NewServer("test", testLogger(t), catalogueOf(n.Tracker(), n.Pages())))); err != nil {
 		t.Fatal(err)
 	}
 	res = callTool(t, cl, "list_projects", map[string]any{})

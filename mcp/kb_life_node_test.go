@@ -10,7 +10,8 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/tools/kbtools"
 )
 
 // kbSeats serves n's knowledge base as the operator MCP and the seat MCP
@@ -18,7 +19,7 @@ import (
 func kbSeats(t *testing.T, n *node.Node, seats ...string) (caller, map[string]caller) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Pages()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), catalogueOf(n.Pages())), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	out := map[string]caller{}
@@ -31,7 +32,7 @@ func kbSeats(t *testing.T, n *node.Node, seats ...string) (caller, map[string]ca
 		start(t, c)
 		out[s] = caller{t, c}
 	}
-	return caller{t, operatorOverHTTP(t, NewServer("test", testLogger(t), n.Pages()))}, out
+	return caller{t, operatorOverHTTP(t, NewServer("test", testLogger(t), catalogueOf(n.Pages())))}, out
 }
 
 // TestKBLifecycleOverMCP drives the lifecycle tools through real MCP
@@ -44,41 +45,41 @@ func TestKBLifecycleOverMCP(t *testing.T) {
 	n := realNode(t)
 	op, seats := kbSeats(t, n, "ana", "bob")
 	ana, bob := seats["ana"], seats["bob"]
-	op.applied(tools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
-	op.applied(tools.NameCreateSpace, map[string]any{"key": "OPS", "name": "Operations"})
-	root, _ := pageOf(op.applied(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Runbook", "body": "v1"}))
-	child, _ := pageOf(op.applied(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Restarts", "parent": root}))
+	op.applied(kbtools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
+	op.applied(kbtools.NameCreateSpace, map[string]any{"key": "OPS", "name": "Operations"})
+	root, _ := pageOf(op.applied(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "Runbook", "body": "v1"}))
+	child, _ := pageOf(op.applied(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "Restarts", "parent": root}))
 
-	c := ana.applied(tools.NameCommentOnPage, map[string]any{"id": root, "body": "Needs a diagram."})
+	c := ana.applied(kbtools.NameCommentOnPage, map[string]any{"id": root, "body": "Needs a diagram."})
 	cid := c["comment"].(map[string]any)["id"].(string)
 	if c["comment"].(map[string]any)["author"] != "seat:ana" || c["position"] == "" {
 		t.Fatalf("comment %v", c)
 	}
-	bob.refused(tools.NameCommentOnPage, map[string]any{"id": root, "comment_id": cid, "body": "Mine."}, engine.CodeInvalidArgument)
-	ana.applied(tools.NameCommentOnPage, map[string]any{"id": root, "comment_id": cid, "body": "Needs two diagrams."})
-	g := bob.ok(tools.NameGetPage, map[string]any{"title": "Runbook", "space": "ENG"})
+	bob.refused(kbtools.NameCommentOnPage, map[string]any{"id": root, "comment_id": cid, "body": "Mine."}, engine.CodeInvalidArgument)
+	ana.applied(kbtools.NameCommentOnPage, map[string]any{"id": root, "comment_id": cid, "body": "Needs two diagrams."})
+	g := bob.ok(kbtools.NameGetPage, map[string]any{"title": "Runbook", "space": "ENG"})
 	if cs := g["comments"].([]any); len(cs) != 1 || cs[0].(map[string]any)["body"] != "Needs two diagrams." || g["page"].(map[string]any)["id"] != root {
 		t.Fatalf("get_page by title %v", g)
 	}
 
-	op.applied(tools.NameUpdateSpace, map[string]any{"key": "OPS", "archived": true})
-	ana.refused(tools.NameCreatePage, map[string]any{"space": "OPS", "title": "x"}, engine.CodeInvalidArgument)
-	if sp := ana.ok(tools.NameListSpaces, nil)["spaces"].([]any); len(sp) != 1 {
+	op.applied(kbtools.NameUpdateSpace, map[string]any{"key": "OPS", "archived": true})
+	ana.refused(kbtools.NameCreatePage, map[string]any{"space": "OPS", "title": "x"}, engine.CodeInvalidArgument)
+	if sp := ana.ok(kbtools.NameListSpaces, nil)["spaces"].([]any); len(sp) != 1 {
 		t.Fatalf("list_spaces shows the archived space: %v", sp)
 	}
-	if s := ana.ok(tools.NameGetSpace, map[string]any{"key": "OPS"})["space"].(map[string]any); s["archived"] != true {
+	if s := ana.ok(kbtools.NameGetSpace, map[string]any{"key": "OPS"})["space"].(map[string]any); s["archived"] != true {
 		t.Fatalf("get_space %v", s)
 	}
-	op.applied(tools.NameUpdateSpace, map[string]any{"key": "OPS", "archived": false})
-	ana.applied(tools.NameUpdatePage, map[string]any{"id": root, "space": "OPS", "body": "v2"})
-	if p := ana.ok(tools.NameGetPage, map[string]any{"id": child})["page"].(map[string]any); p["space"] != "OPS" || p["parent"] != root {
+	op.applied(kbtools.NameUpdateSpace, map[string]any{"key": "OPS", "archived": false})
+	ana.applied(kbtools.NameUpdatePage, map[string]any{"id": root, "space": "OPS", "body": "v2"})
+	if p := ana.ok(kbtools.NameGetPage, map[string]any{"id": child})["page"].(map[string]any); p["space"] != "OPS" || p["parent"] != root {
 		t.Fatalf("the subtree did not follow: %v", p)
 	}
-	ana.applied(tools.NameUpdatePage, map[string]any{"id": root, "trashed": true})
-	if pages := ana.ok(tools.NameListPages, map[string]any{"space": "OPS"})["pages"].([]any); len(pages) != 0 {
+	ana.applied(kbtools.NameUpdatePage, map[string]any{"id": root, "trashed": true})
+	if pages := ana.ok(kbtools.NameListPages, map[string]any{"space": "OPS"})["pages"].([]any); len(pages) != 0 {
 		t.Fatalf("trashed pages listed: %v", pages)
 	}
-	ana.applied(tools.NameUpdatePage, map[string]any{"id": root, "trashed": false})
+	ana.applied(kbtools.NameUpdatePage, map[string]any{"id": root, "trashed": false})
 	versionsOverMCP(t, ana, root)
 	pagedOverMCP(t, op, bob)
 }
@@ -89,7 +90,7 @@ func versionsOverMCP(t *testing.T, k caller, root string) {
 	var got []map[string]any
 	args := map[string]any{"id": root, "limit": 1}
 	for {
-		m := k.ok(tools.NameListPageVersions, args)
+		m := k.ok(kbtools.NameListPageVersions, args)
 		for _, v := range m["versions"].([]any) {
 			got = append(got, v.(map[string]any))
 		}
@@ -107,7 +108,7 @@ func versionsOverMCP(t *testing.T, k caller, root string) {
 			t.Fatalf("version %v: position %v", v, err)
 		}
 	}
-	old := k.ok(tools.NameGetPage, map[string]any{"id": root, "version": got[3]["version"]})["page"].(map[string]any)
+	old := k.ok(kbtools.NameGetPage, map[string]any{"id": root, "version": got[3]["version"]})["page"].(map[string]any)
 	if old["body"] != "v1" || old["space"] != "ENG" {
 		t.Fatalf("the first version reads %v", old)
 	}
@@ -119,11 +120,11 @@ func versionsOverMCP(t *testing.T, k caller, root string) {
 func pagedOverMCP(t *testing.T, op, k caller) {
 	var want []string
 	for _, title := range []string{"a", "b", "c"} {
-		id, _ := pageOf(op.applied(tools.NameCreatePage, map[string]any{"space": "ENG", "title": title}))
+		id, _ := pageOf(op.applied(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": title}))
 		want = append(want, id)
 	}
-	m := k.ok(tools.NameListPages, map[string]any{"space": "ENG", "limit": 2})
-	late, _ := pageOf(op.applied(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "late"}))
+	m := k.ok(kbtools.NameListPages, map[string]any{"space": "ENG", "limit": 2})
+	late, _ := pageOf(op.applied(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "late"}))
 	want = append(want, late)
 	var got []string
 	for {
@@ -134,8 +135,8 @@ func pagedOverMCP(t *testing.T, op, k caller) {
 		if next == "" {
 			break
 		}
-		k.refused(tools.NameListPages, map[string]any{"space": "OPS", "limit": 2, "cursor": next}, engine.CodeInvalidArgument)
-		m = k.ok(tools.NameListPages, map[string]any{"space": "ENG", "limit": 2, "cursor": next})
+		k.refused(kbtools.NameListPages, map[string]any{"space": "OPS", "limit": 2, "cursor": next}, engine.CodeInvalidArgument)
+		m = k.ok(kbtools.NameListPages, map[string]any{"space": "ENG", "limit": 2, "cursor": next})
 	}
 	if len(got) != len(want) {
 		t.Fatalf("paged %v, want %v", got, want)

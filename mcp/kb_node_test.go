@@ -16,7 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/ledger"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/kbtools"
 )
 
 // TestKBToolsOverHTTPOnARealNode drives the knowledge-base tools through
@@ -31,23 +31,23 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	c := operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker(), n.Pages()))
+	c := operatorOverHTTP(t, NewServer("test", testLogger(t), catalogueOf(n.Tracker(), n.Pages())))
 	checkKBTools(t, c)
 	k := caller{t, c}
 
-	k.ok(tools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
-	m := k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Handbook"})
+	k.ok(kbtools.NameCreateSpace, map[string]any{"key": "ENG", "name": "Engineering"})
+	m := k.ok(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "Handbook"})
 	pos, err := engine.ParsePosition(m["position"].(string))
 	if err != nil || pos.Stream != engine.StreamPages {
 		t.Fatalf("position %v: %v", m["position"], err)
 	}
 	root, _ := pageOf(m)
-	mid, midV := pageOf(k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "On-call", "parent": root}))
-	leaf, _ := pageOf(k.ok(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "Paging policy", "body": "Escalate after the pager fires twice.", "parent": mid}))
+	mid, midV := pageOf(k.ok(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "On-call", "parent": root}))
+	leaf, _ := pageOf(k.ok(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "Paging policy", "body": "Escalate after the pager fires twice.", "parent": mid}))
 
 	// A move under the page's own child is refused, nothing published.
 	before := lastPages(t, n)
-	k.refused(tools.NameUpdatePage, map[string]any{"id": mid, "if_match": midV, "parent": leaf}, engine.CodeInvalidArgument)
+	k.refused(kbtools.NameUpdatePage, map[string]any{"id": mid, "if_match": midV, "parent": leaf}, engine.CodeInvalidArgument)
 	if lastPages(t, n) != before {
 		t.Fatal("a refused move published")
 	}
@@ -55,14 +55,14 @@ func TestKBToolsOverHTTPOnARealNode(t *testing.T) {
 	purgeMid(k, root, mid, leaf)
 	staleWriterGated(k, n, mid)
 
-	m = k.ok(tools.NameListSpaces, nil)
+	m = k.ok(kbtools.NameListSpaces, nil)
 	if sp := m["spaces"].([]any); len(sp) != 1 || sp[0].(map[string]any)["pages"] != float64(2) {
 		t.Fatalf("list_spaces %v", m)
 	}
-	m = k.ok(tools.NameUpdateSpace, map[string]any{"key": "ENG", "editing": "locked"})
-	k.refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": "x"}, engine.CodeInvalidArgument)
-	k.refused(tools.NameCreatePage, map[string]any{"space": "ENG", "title": 7}, engine.CodeInvalidArgument)
-	k.refused(tools.NameSearchKnowledge, map[string]any{"query": "x", "space": "eng"}, engine.CodeInvalidArgument)
+	m = k.ok(kbtools.NameUpdateSpace, map[string]any{"key": "ENG", "editing": "locked"})
+	k.refused(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": "x"}, engine.CodeInvalidArgument)
+	k.refused(kbtools.NameCreatePage, map[string]any{"space": "ENG", "title": 7}, engine.CodeInvalidArgument)
+	k.refused(kbtools.NameSearchKnowledge, map[string]any{"query": "x", "space": "eng"}, engine.CodeInvalidArgument)
 }
 
 // checkKBTools: the operator's list has every knowledge-base tool, and
@@ -77,13 +77,13 @@ func checkKBTools(t *testing.T, c *client.Client) {
 	for _, tool := range list.Tools {
 		got[tool.Name] = tool
 	}
-	for _, name := range []string{tools.NameListSpaces, tools.NameCreateSpace, tools.NameUpdateSpace, tools.NameCreatePage, tools.NameGetPage,
-		tools.NameListPages, tools.NameUpdatePage, tools.NameSearchKnowledge, tools.NamePurgePage} {
+	for _, name := range []string{kbtools.NameListSpaces, kbtools.NameCreateSpace, kbtools.NameUpdateSpace, kbtools.NameCreatePage, kbtools.NameGetPage,
+		kbtools.NameListPages, kbtools.NameUpdatePage, kbtools.NameSearchKnowledge, kbtools.NamePurgePage} {
 		if _, ok := got[name]; !ok {
 			t.Fatalf("tool %s missing", name)
 		}
 	}
-	if d := got[tools.NamePurgePage].Annotations.DestructiveHint; d == nil || !*d {
+	if d := got[kbtools.NamePurgePage].Annotations.DestructiveHint; d == nil || !*d {
 		t.Fatal("purge_page is not marked destructive")
 	}
 }
@@ -98,14 +98,14 @@ func pageOf(m map[string]any) (string, float64) {
 // through the pages' log, and search finds it by its body's words.
 func readAndSearchLeaf(k caller, mid, leaf string) {
 	t := k.t
-	m := k.ok(tools.NameGetPage, map[string]any{"id": leaf})
+	m := k.ok(kbtools.NameGetPage, map[string]any{"id": leaf})
 	if m["level"] != string(engine.Linearizable) || m["page"].(map[string]any)["parent"] != mid {
 		t.Fatalf("get_page %v", m)
 	}
 	if st := m["seen_through"].(map[string]any); st["stream"] != engine.StreamPages {
 		t.Fatalf("seen_through %v", st)
 	}
-	m = k.ok(tools.NameSearchKnowledge, map[string]any{"query": "pager"})
+	m = k.ok(kbtools.NameSearchKnowledge, map[string]any{"query": "pager"})
 	if hits := m["hits"].([]any); len(hits) != 1 || hits[0].(map[string]any)["id"] != leaf || !strings.Contains(m["note"].(string), "no read-your-writes floor") {
 		t.Fatalf("search %v", m)
 	}
@@ -115,17 +115,17 @@ func readAndSearchLeaf(k caller, mid, leaf string) {
 // purge answers the first one; mid reads deleted.
 func purgeMid(k caller, root, mid, leaf string) {
 	t := k.t
-	m := k.ok(tools.NamePurgePage, map[string]any{"id": mid})
+	m := k.ok(kbtools.NamePurgePage, map[string]any{"id": mid})
 	purgeOp := m["op_id"].(string)
 	if r := m["refiled"].([]any); len(r) != 1 || r[0] != leaf || m["refiled_to"] != root {
 		t.Fatalf("purge %v", m)
 	}
 	// Brought back, the purge answers the first one.
-	if again := k.ok(tools.NamePurgePage, map[string]any{"id": mid, "op_id": purgeOp}); again["position"] != m["position"] {
+	if again := k.ok(kbtools.NamePurgePage, map[string]any{"id": mid, "op_id": purgeOp}); again["position"] != m["position"] {
 		t.Fatalf("repeated purge %v, want %v", again, m["position"])
 	}
-	k.refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
-	if p := k.ok(tools.NameGetPage, map[string]any{"id": leaf})["page"].(map[string]any); p["parent"] != root {
+	k.refused(kbtools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	if p := k.ok(kbtools.NameGetPage, map[string]any{"id": leaf})["page"].(map[string]any); p["parent"] != root {
 		t.Fatalf("leaf not re-filed: %v", p)
 	}
 }
@@ -148,7 +148,7 @@ func staleWriterGated(k caller, n *node.Node, mid string) {
 	if err := n.Replica(engine.DomainPages).WaitApplied(wctx, ack.Seq); err != nil {
 		t.Fatal(err)
 	}
-	k.refused(tools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
+	k.refused(kbtools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
 	if gate, _, dropped, err := n.Replica(engine.DomainPages).GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
 		t.Fatalf("stale record at %d: gate %q dropped %v %v", ack.Seq, gate, dropped, err)
 	}

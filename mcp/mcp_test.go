@@ -19,7 +19,9 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 const testToken = "s3cret-token"
@@ -65,10 +67,10 @@ func start(t *testing.T, c *client.Client) {
 }
 
 // httpNode serves the operator MCP at /operator/mcp on an httptest server.
-func httpNode(t *testing.T, tr tools.Tracker) (*httptest.Server, string) {
+func httpNode(t *testing.T, tr trackertools.Tracker) (*httptest.Server, string) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(NewServer("test", testLogger(t), tr), HTTPOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, AllowedHosts: []string{"crewlet.example"}, Logger: testLogger(t)}).Operator(OperatorHandler(NewServer("test", testLogger(t), catalogueOf(tr)), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts, ts.URL + "/operator/mcp"
@@ -134,11 +136,11 @@ func textOf(res *mcpgo.CallToolResult) string {
 	return ""
 }
 
-var allTools = []string{tools.NameCreateProject, tools.NameListProjects, tools.NameCreateWorkItem, tools.NameGetWorkItem, tools.NameListWorkItems, tools.NameUpdateWorkItem,
-	tools.NameSearchWorkItems, tools.NameCommentOnWorkItem, tools.NameMoveWorkItem, tools.NameMergeWorkItems, tools.NameTrashWorkItem, tools.NameRestoreWorkItem, tools.NamePurgeWorkItem, tools.NameListTags}
+var allTools = []string{trackertools.NameCreateProject, trackertools.NameListProjects, trackertools.NameCreateWorkItem, trackertools.NameGetWorkItem, trackertools.NameListWorkItems, trackertools.NameUpdateWorkItem,
+	trackertools.NameSearchWorkItems, trackertools.NameCommentOnWorkItem, trackertools.NameMoveWorkItem, trackertools.NameMergeWorkItems, trackertools.NameTrashWorkItem, trackertools.NameRestoreWorkItem, trackertools.NamePurgeWorkItem, trackertools.NameListTags}
 
 // destructiveTools are the tools that say so in their annotations.
-var destructiveTools = map[string]bool{tools.NameTrashWorkItem: true, tools.NamePurgeWorkItem: true}
+var destructiveTools = map[string]bool{trackertools.NameTrashWorkItem: true, trackertools.NamePurgeWorkItem: true}
 
 func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 	t.Helper()
@@ -174,7 +176,7 @@ func checkToolList(t *testing.T, c *client.Client) []mcpgo.Tool {
 }
 
 func TestInProcessToolList(t *testing.T) {
-	checkToolList(t, inProcess(t, NewServer("test", testLogger(t), newFake())))
+	checkToolList(t, inProcess(t, NewServer("test", testLogger(t), catalogueOf(newFake()))))
 }
 
 // badInput is the battery every surface must answer with invalid_argument
@@ -184,16 +186,16 @@ var badInput = []struct {
 	tool string
 	args map[string]any
 }{
-	{"empty title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": ""}},
-	{"10 KB title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": strings.Repeat("t", 10<<10)}},
-	{"title a number", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": 5}},
-	{"unknown argument", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "severity": "high"}},
-	{"missing title", tools.NameCreateWorkItem, map[string]any{"project": "ENG"}},
-	{"malformed key", tools.NameGetWorkItem, map[string]any{"key": "eng-x"}},
-	{"level argument", tools.NameGetWorkItem, map[string]any{"key": "ENG-1", "level": "stale"}},
-	{"if_match a string", tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "if_match": "3", "title": "x"}},
-	{"NUL in a query", tools.NameSearchWorkItems, map[string]any{"query": "login\x00page"}},
-	{"line break in a title", tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "two\nlines"}},
+	{"empty title", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": ""}},
+	{"10 KB title", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": strings.Repeat("t", 10<<10)}},
+	{"title a number", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": 5}},
+	{"unknown argument", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "x", "severity": "high"}},
+	{"missing title", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG"}},
+	{"malformed key", trackertools.NameGetWorkItem, map[string]any{"key": "eng-x"}},
+	{"level argument", trackertools.NameGetWorkItem, map[string]any{"key": "ENG-1", "level": "stale"}},
+	{"if_match a string", trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "if_match": "3", "title": "x"}},
+	{"NUL in a query", trackertools.NameSearchWorkItems, map[string]any{"query": "login\x00page"}},
+	{"line break in a title", trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "two\nlines"}},
 }
 
 func checkBadInput(t *testing.T, c *client.Client, f *fakeTracker) {
@@ -218,7 +220,7 @@ func checkBadInput(t *testing.T, c *client.Client, f *fakeTracker) {
 		})
 	}
 	t.Run("unknown project", func(t *testing.T) {
-		res := callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
+		res := callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
 		if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
 			t.Fatalf("got %v", m)
 		}
@@ -227,15 +229,15 @@ func checkBadInput(t *testing.T, c *client.Client, f *fakeTracker) {
 
 func TestInProcessBadInput(t *testing.T) {
 	f := newFake()
-	checkBadInput(t, inProcess(t, NewServer("test", testLogger(t), f)), f)
+	checkBadInput(t, inProcess(t, NewServer("test", testLogger(t), catalogueOf(f))), f)
 }
 
 func TestPanicBecomesInternalRefusal(t *testing.T) {
 	f := newFake()
 	f.panics = true
 	var logs bytes.Buffer
-	c := inProcess(t, NewServer("test", slog.New(slog.NewJSONHandler(&logs, nil)), f))
-	res := callTool(t, c, tools.NameListProjects, nil)
+	c := inProcess(t, NewServer("test", slog.New(slog.NewJSONHandler(&logs, nil)), catalogueOf(f)))
+	res := callTool(t, c, trackertools.NameListProjects, nil)
 	if m := object(t, res); !res.IsError || m["refused"] != "internal" {
 		t.Fatalf("got %v", m)
 	}
@@ -249,7 +251,7 @@ func TestPanicBecomesInternalRefusal(t *testing.T) {
 	f.mu.Lock()
 	f.panics = false
 	f.mu.Unlock()
-	if res := callTool(t, c, tools.NameListProjects, nil); res.IsError {
+	if res := callTool(t, c, trackertools.NameListProjects, nil); res.IsError {
 		t.Fatalf("after a panic: %s", textOf(res))
 	}
 }
@@ -261,13 +263,13 @@ func TestHTTPWithToken(t *testing.T) {
 	checkToolList(t, c)
 	checkBadInput(t, c, f)
 
-	res := callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "over http"})
+	res := callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "over http"})
 	m := object(t, res)
 	if res.IsError || m["outcome"] != "applied" || m["op_id"] == "" || m["position"] == nil {
 		t.Fatalf("create: %v", m)
 	}
 	item := m["item"].(map[string]any)
-	res = callTool(t, c, tools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "if_match": item["version"].(float64) + 100, "title": "stale"})
+	res = callTool(t, c, trackertools.NameUpdateWorkItem, map[string]any{"key": "ENG-1", "if_match": item["version"].(float64) + 100, "title": "stale"})
 	if m := object(t, res); !res.IsError || m["refused"] != "stale" || m["current_version"] == nil {
 		t.Fatalf("stale update: %v", m)
 	}
@@ -380,22 +382,6 @@ func TestHTTPGuard(t *testing.T) {
 	}
 }
 
-func TestGuardEmptyTokenFailsClosed(t *testing.T) {
-	h := Guard(HTTPOptions{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("reached the handler") }))
-	ts := httptest.NewServer(h)
-	defer ts.Close()
-	for _, hdr := range []string{"", "Bearer ", "Bearer x"} {
-		resp, _ := rawRequest(t, http.MethodPost, ts.URL, func(r *http.Request) {
-			if hdr != "" {
-				r.Header.Set("Authorization", hdr)
-			}
-		})
-		if resp.StatusCode != 401 {
-			t.Errorf("%q: status %d", hdr, resp.StatusCode)
-		}
-	}
-}
-
 func TestRemoteServerForwardsUnchanged(t *testing.T) {
 	f := newFake()
 	_, url := httpNode(t, f)
@@ -425,7 +411,7 @@ func TestRemoteServerForwardsUnchanged(t *testing.T) {
 		t.Errorf("proxied tool list differs:\n%s\n%s", lj, dj)
 	}
 
-	res := callTool(t, local, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "via proxy", "op_id": "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG"})
+	res := callTool(t, local, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "via proxy", "op_id": "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG"})
 	m := object(t, res)
 	if res.IsError || m["op_id"] != "01938c2e-5f1a-7b3c-9d4e-0a1b2c3d4e5f.create-ENG" || m["outcome"] != "applied" {
 		t.Fatalf("create via proxy: %v", m)
@@ -436,8 +422,8 @@ func TestRemoteServerForwardsUnchanged(t *testing.T) {
 
 	// A refusal comes back as the same result: isError, structured, text.
 	args := map[string]any{"key": "ENG-1", "if_match": 99999, "title": "x"}
-	viaProxy := callTool(t, local, tools.NameUpdateWorkItem, args)
-	viaNode := callTool(t, direct, tools.NameUpdateWorkItem, args)
+	viaProxy := callTool(t, local, trackertools.NameUpdateWorkItem, args)
+	viaNode := callTool(t, direct, trackertools.NameUpdateWorkItem, args)
 	if !viaProxy.IsError || !viaNode.IsError {
 		t.Fatalf("not refused: proxy %v node %v", viaProxy.IsError, viaNode.IsError)
 	}
@@ -449,7 +435,7 @@ func TestRemoteServerForwardsUnchanged(t *testing.T) {
 	}
 
 	// Argument refusals come from the node too, unchanged.
-	res = callTool(t, local, tools.NameGetWorkItem, map[string]any{"key": "eng-x"})
+	res = callTool(t, local, trackertools.NameGetWorkItem, map[string]any{"key": "eng-x"})
 	if m := object(t, res); !res.IsError || m["refused"] != "invalid_argument" {
 		t.Fatalf("bad key via proxy: %v", m)
 	}
@@ -473,7 +459,7 @@ func TestRemoteServerNodeGone(t *testing.T) {
 	defer closeFn()
 	local := inProcess(t, proxy)
 	ts.Close()
-	res := callTool(t, local, tools.NameListProjects, nil)
+	res := callTool(t, local, trackertools.NameListProjects, nil)
 	if m := object(t, res); !res.IsError || m["refused"] != "internal" || !strings.Contains(m["message"].(string), "did not answer") {
 		t.Fatalf("got %v", m)
 	}
@@ -481,7 +467,7 @@ func TestRemoteServerNodeGone(t *testing.T) {
 
 func TestServeStdio(t *testing.T) {
 	f := newFake()
-	s := NewServer("test", testLogger(t), f)
+	s := NewServer("test", testLogger(t), catalogueOf(f))
 	clientToServer, serverIn := io.Pipe()
 	serverOut, serverToClient := io.Pipe()
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -491,11 +477,11 @@ func TestServeStdio(t *testing.T) {
 	c := client.NewClient(transport.NewIO(serverOut, serverIn, io.NopCloser(strings.NewReader(""))))
 	start(t, c)
 	checkToolList(t, c)
-	res := callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": ""})
+	res := callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": ""})
 	if m := object(t, res); !res.IsError || m["refused"] != "invalid_argument" {
 		t.Fatalf("got %v", m)
 	}
-	res = callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	res = callTool(t, c, trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
 	if m := object(t, res); res.IsError || m["outcome"] != "applied" {
 		t.Fatalf("got %v", m)
 	}
@@ -536,7 +522,7 @@ func TestHTTPLegacyProtocol(t *testing.T) {
 		t.Fatalf("protocol %q session %q", ir.ProtocolVersion, c.GetSessionId())
 	}
 	checkToolList(t, c)
-	res := callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": 5})
+	res := callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": 5})
 	if m := object(t, res); !res.IsError || m["refused"] != "invalid_argument" {
 		t.Fatalf("got %v", m)
 	}

@@ -8,20 +8,20 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // TestRealNodeOverHTTP runs a real node (embedded broker, SQLite) behind
 // the operator MCP and drives it with the mcp-go client over HTTP.
 func TestRealNodeOverHTTP(t *testing.T) {
 	n := realNode(t)
-	c := operatorOverHTTP(t, NewServer("test", testLogger(t), n.Tracker()))
+	c := operatorOverHTTP(t, NewServer("test", testLogger(t), catalogueOf(n.Tracker())))
 	checkToolList(t, c)
 
 	version := createAndRead(t, c)
 	upos := updateRepeatedAndStale(t, c, version)
 
-	res := callTool(t, c, tools.NameListWorkItems, map[string]any{"project": "ENG"})
+	res := callTool(t, c, trackertools.NameListWorkItems, map[string]any{"project": "ENG"})
 	if res.IsError {
 		t.Fatalf("list_work_items: %s", textOf(res))
 	}
@@ -31,17 +31,17 @@ func TestRealNodeOverHTTP(t *testing.T) {
 		t.Fatalf("items %v", m["items"])
 	}
 
-	res = callTool(t, c, tools.NameListProjects, nil)
+	res = callTool(t, c, trackertools.NameListProjects, nil)
 	if res.IsError {
 		t.Fatalf("list_projects: %s", textOf(res))
 	}
 	checkRead(t, "list_projects", object(t, res), upos.Seq)
 
-	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
+	res = callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"})
 	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
 		t.Fatalf("unknown project: %v", m)
 	}
-	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-99"})
+	res = callTool(t, c, trackertools.NameGetWorkItem, map[string]any{"key": "ENG-99"})
 	if m := object(t, res); !res.IsError || m["refused"] != "not_found" {
 		t.Fatalf("unknown item: %v", m)
 	}
@@ -51,13 +51,13 @@ func TestRealNodeOverHTTP(t *testing.T) {
 // linearizable, at or past its create: the item's version.
 func createAndRead(t *testing.T, c *client.Client) uint64 {
 	t.Helper()
-	res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	res := callTool(t, c, trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
 	if res.IsError {
 		t.Fatalf("create_project: %s", textOf(res))
 	}
 	checkWrite(t, "create_project", object(t, res))
 
-	res = callTool(t, c, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Ship the MCP surface", "assignee": "ana"})
+	res = callTool(t, c, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Ship the MCP surface", "assignee": "ana"})
 	if res.IsError {
 		t.Fatalf("create_work_item: %s", textOf(res))
 	}
@@ -69,7 +69,7 @@ func createAndRead(t *testing.T, c *client.Client) uint64 {
 	}
 	version := uint64(item["version"].(float64))
 
-	res = callTool(t, c, tools.NameGetWorkItem, map[string]any{"key": "ENG-1"})
+	res = callTool(t, c, trackertools.NameGetWorkItem, map[string]any{"key": "ENG-1"})
 	if res.IsError {
 		t.Fatalf("get_work_item: %s", textOf(res))
 	}
@@ -87,7 +87,7 @@ func createAndRead(t *testing.T, c *client.Client) uint64 {
 func updateRepeatedAndStale(t *testing.T, c *client.Client, version uint64) engine.Position {
 	t.Helper()
 	upd := map[string]any{"key": "ENG-1", "if_match": version, "status": "in_progress"}
-	res := callTool(t, c, tools.NameUpdateWorkItem, upd)
+	res := callTool(t, c, trackertools.NameUpdateWorkItem, upd)
 	if res.IsError {
 		t.Fatalf("update_work_item: %s", textOf(res))
 	}
@@ -101,7 +101,7 @@ func updateRepeatedAndStale(t *testing.T, c *client.Client, version uint64) engi
 
 	// The same operation again (its op_id brought back) answers the first.
 	again := map[string]any{"key": "ENG-1", "if_match": version, "status": "in_progress", "op_id": opID}
-	res = callTool(t, c, tools.NameUpdateWorkItem, again)
+	res = callTool(t, c, trackertools.NameUpdateWorkItem, again)
 	if res.IsError {
 		t.Fatalf("repeat with op_id: %s", textOf(res))
 	}
@@ -110,7 +110,7 @@ func updateRepeatedAndStale(t *testing.T, c *client.Client, version uint64) engi
 	}
 
 	// A stale if_match is refused stale, as a result.
-	res = callTool(t, c, tools.NameUpdateWorkItem, upd)
+	res = callTool(t, c, trackertools.NameUpdateWorkItem, upd)
 	if m := object(t, res); !res.IsError || m["refused"] != "stale" {
 		t.Fatalf("stale update: %v", m)
 	}
@@ -163,8 +163,8 @@ func TestRealNodeBadInputPublishesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	c := inProcess(t, NewServer("test", testLogger(t), n.Tracker()))
-	if res := callTool(t, c, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
+	c := inProcess(t, NewServer("test", testLogger(t), catalogueOf(n.Tracker())))
+	if res := callTool(t, c, trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"}); res.IsError {
 		t.Fatal(textOf(res))
 	}
 	before := enginetest.LastWrite(t, n, engine.DomainTracker)
@@ -172,7 +172,7 @@ func TestRealNodeBadInputPublishesNothing(t *testing.T) {
 		name string
 		tool string
 		args map[string]any
-	}{"unknown project", tools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"}})
+	}{"unknown project", trackertools.NameCreateWorkItem, map[string]any{"project": "NOPE", "title": "x"}})
 	for _, bc := range cases {
 		res := callTool(t, c, bc.tool, bc.args)
 		m := object(t, res)

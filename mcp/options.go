@@ -24,6 +24,8 @@ type Options struct {
 	// Logs relays the node's log lines to the clients that asked for
 	// them (logging/setLevel). nil: the server offers no logging.
 	Logs *LogRelay
+	// Calls counts every tool call (the node's metrics); nil: none.
+	Calls tools.CallObserver
 }
 
 // Applied is the node's post-commit seam: cmd wires the node in.
@@ -35,18 +37,18 @@ type Applied interface {
 	OnApplied(fn func(scopes []string)) (stop func())
 }
 
-// New builds the operator/assistant MCP server over the node's services:
-// the operator toolset narrowed by o.Filter, every item, page, project
-// and space as a resource, the prompts, completions and, where o says,
-// subscriptions and log notifications.
-func New(o Options, services ...any) *server.MCPServer {
-	d := tools.Deps{Services: services, Logger: o.Logger, Surface: tools.Operator, Filter: o.Filter}
-	return build(d, o, instructions)
+// New builds the operator/assistant MCP server over a catalogue bound to
+// the node's services: the operator toolset narrowed by o.Filter, the
+// toolsets' resources (every item, page, project and space), prompts,
+// completions and, where o says, subscriptions and log notifications.
+func New(o Options, c tools.Catalogue) *server.MCPServer {
+	d := tools.Deps{Logger: o.Logger, Surface: tools.Operator, Filter: o.Filter, Calls: o.Calls}
+	return build(c, d, o, instructions)
 }
 
 // NewServer is New with no filter, no subscriptions and no logging.
-func NewServer(version string, logger *slog.Logger, services ...any) *server.MCPServer {
-	return New(Options{Version: version, Logger: logger}, services...)
+func NewServer(version string, logger *slog.Logger, c tools.Catalogue) *server.MCPServer {
+	return New(Options{Version: version, Logger: logger}, c)
 }
 
 // build assembles a surface's server: tools, resources, prompts and
@@ -55,10 +57,10 @@ func NewServer(version string, logger *slog.Logger, services ...any) *server.MCP
 // mcp-go's input schema validation stays off: the tools parse their
 // arguments strictly themselves and refuse with sentences a model can act
 // on, where mcp-go's messages read like "/limit: &{Got:500/1 Want:50/1}".
-func build(d tools.Deps, o Options, instr string) *server.MCPServer {
+func build(c tools.Catalogue, d tools.Deps, o Options, instr string) *server.MCPServer {
 	logger := componentLogger(o.Logger)
 	hooks := &server.Hooks{}
-	c := tools.Completer{Deps: d}
+	comp := tools.Completer{Deps: d, Catalogue: c}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instr),
@@ -67,20 +69,20 @@ func build(d tools.Deps, o Options, instr string) *server.MCPServer {
 		server.WithResourceRecovery(),
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
-		server.WithPromptCompletionProvider(c),
-		server.WithResourceCompletionProvider(c),
+		server.WithPromptCompletionProvider(comp),
+		server.WithResourceCompletionProvider(comp),
 		server.WithHooks(hooks),
 	}
 	if o.Logs != nil {
 		opts = append(opts, server.WithLogging())
 	}
 	s := server.NewMCPServer(ServerName, o.Version, opts...)
-	s.AddTools(rawSchemas(tools.Set(d))...)
-	s.AddResourceTemplates(tools.ResourceTemplates(d)...)
-	s.AddPrompts(tools.Prompts(d)...)
-	hooks.AddAfterListResources(listResources(d, logger))
+	s.AddTools(rawSchemas(c.Set(d))...)
+	s.AddResourceTemplates(c.ResourceTemplates(d)...)
+	s.AddPrompts(c.Prompts(d)...)
+	hooks.AddAfterListResources(listResources(c, d, logger))
 	if o.Applied != nil {
-		subscribe(s, hooks, d, o.Applied, logger)
+		subscribe(s, hooks, c, d, o.Applied, logger)
 	}
 	if o.Logs != nil {
 		o.Logs.attach(s, hooks)
@@ -93,9 +95,9 @@ func build(d tools.Deps, o Options, instr string) *server.MCPServer {
 // often for that, so the listing is read here, a page at a time, after
 // mcp-go answered its (empty) list. A read that fails answers an empty
 // page whose _meta carries the refusal.
-func listResources(d tools.Deps, logger *slog.Logger) server.OnAfterListResourcesFunc {
+func listResources(c tools.Catalogue, d tools.Deps, logger *slog.Logger) server.OnAfterListResourcesFunc {
 	return func(ctx context.Context, _ any, req *mcpgo.ListResourcesRequest, res *mcpgo.ListResourcesResult) {
-		list, next, err := tools.ListResources(ctx, d, string(req.Params.Cursor))
+		list, next, err := c.ListResources(ctx, d, string(req.Params.Cursor))
 		if err != nil {
 			logger.WarnContext(ctx, "resource_list_failed", "err", err.Error())
 			res.Meta = mcpgo.NewMetaFromMap(map[string]any{"crewlet/refused": tools.ResourceErr(err).Error()})
@@ -107,11 +109,12 @@ func listResources(d tools.Deps, logger *slog.Logger) server.OnAfterListResource
 }
 
 // Narrow removes from a proxy's server (a remote node's tools, a joined
-// node's) the operator tools f does not keep: the proxies list their
-// tools from the far side, so the filter applies by name.
-func Narrow(s *server.MCPServer, f tools.Filter) {
+// node's) the operator tools of the build's catalogue c that f does not
+// keep: the proxies list their tools from the far side, so the filter
+// applies by name.
+func Narrow(s *server.MCPServer, c tools.Catalogue, f tools.Filter) {
 	keep := map[string]bool{}
-	for _, t := range tools.FilteredDefinitions(tools.Operator, f) {
+	for _, t := range c.Definitions(tools.Operator, f) {
 		keep[t.Name] = true
 	}
 	var drop []string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/internal/httpedge"
 )
 
 // The helpers of the tests that drive a real node (embedded broker,
@@ -37,7 +38,7 @@ func realNode(t *testing.T) *node.Node {
 func operatorOverHTTP(t *testing.T, s *server.MCPServer) *client.Client {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/operator/mcp", OperatorHandler(s, HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/operator/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(OperatorHandler(s, testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return httpClient(t, ts.URL+"/operator/mcp", testToken)

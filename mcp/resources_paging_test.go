@@ -51,7 +51,7 @@ func TestResourceListingPagesThroughEverything(t *testing.T) {
 			want["crewlet://pages/"+w.Page.ID] = true
 		}
 	}
-	c := inProcess(t, New(Options{Version: "test", Logger: testLogger(t)}, n.Tracker(), n.Pages()))
+	c := inProcess(t, New(Options{Version: "test", Logger: testLogger(t)}, catalogueOf(n.Tracker(), n.Pages())))
 	seen := map[string]int{}
 	var cursor mcpgo.Cursor
 	pages := 0
@@ -78,7 +78,7 @@ func TestResourceListingPagesThroughEverything(t *testing.T) {
 	if len(seen) != len(want) || pages < 4 {
 		t.Errorf("%d resources in %d pages, want %d in at least 4", len(seen), pages, len(want))
 	}
-	if _, _, err := tools.ListResources(ctx, tools.Deps{Surface: tools.Operator, Services: []any{n.Tracker()}}, "bm90IG91cnM="); err == nil {
+	if _, _, err := catalogueOf(n.Tracker()).ListResources(ctx, tools.Deps{Surface: tools.Operator}, "bm90IG91cnM="); err == nil {
 		t.Error("a cursor resources/list never gave was taken")
 	}
 }

@@ -14,7 +14,7 @@ import (
 // no template, answers an error whose text is the refusal's object.
 func TestResourceReadRefusals(t *testing.T) {
 	n := realNode(t)
-	c := inProcess(t, New(Options{Version: "test", Logger: testLogger(t)}, n.Tracker(), n.Pages()))
+	c := inProcess(t, New(Options{Version: "test", Logger: testLogger(t)}, catalogueOf(n.Tracker(), n.Pages())))
 	for uri, code := range map[string]string{
 		"crewlet://work-items/ENG-9": string(engine.CodeNotFound),
 		"crewlet://projects/NOPE":    string(engine.CodeNotFound),

@@ -23,10 +23,11 @@ const seatInstructions = "Crewlet is a replicated work tracker. You call its too
 	"Every write answers an outcome: applied; pending (durable, do not retry); unknown (repeat exactly the same call). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
-// NewSeatServer builds the seat MCP server over the node's services: the
-// seat toolset, whose ids derive from the unit of work in units.
-func NewSeatServer(units tools.Units, version string, logger *slog.Logger, services ...any) *server.MCPServer {
-	return NewSeat(units, Options{Version: version, Logger: logger}, services...)
+// NewSeatServer builds the seat MCP server over a catalogue bound to the
+// node's services: the seat toolset, whose ids derive from the unit of
+// work in units.
+func NewSeatServer(units tools.Units, version string, logger *slog.Logger, c tools.Catalogue) *server.MCPServer {
+	return NewSeat(units, Options{Version: version, Logger: logger}, c)
 }
 
 // NewSeat is NewSeatServer with options: the seat toolset narrowed by
@@ -34,17 +35,18 @@ func NewSeatServer(units tools.Units, version string, logger *slog.Logger, servi
 // turn's trigger), prompts and completions. The seat surface is
 // stateless, so it keeps no subscription and sends no log line: o.Applied
 // and o.Logs are not used.
-func NewSeat(units tools.Units, o Options, services ...any) *server.MCPServer {
+func NewSeat(units tools.Units, o Options, c tools.Catalogue) *server.MCPServer {
 	o.Applied, o.Logs = nil, nil
-	d := tools.Deps{Services: services, Logger: o.Logger, Surface: tools.Seat, Units: units, Filter: o.Filter}
-	return build(d, o, seatInstructions)
+	d := tools.Deps{Logger: o.Logger, Surface: tools.Seat, Units: units, Filter: o.Filter, Calls: o.Calls}
+	return build(c, d, o, seatInstructions)
 }
 
-// SeatHandler is /seat/mcp over Streamable HTTP behind Guard: stateless
-// (a seat relies on no MCP session), every request refused 400 unless it
-// names its seat and unit, and its trigger position, when sent, parses.
-func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
-	logger := componentLogger(opts.Logger).With(slog.String("surface", "seat"))
+// SeatHandler is /seat/mcp over Streamable HTTP: stateless (a seat
+// relies on no MCP session), every request refused 400 unless it names
+// its seat and unit, and its trigger position, when sent, parses. The
+// mount puts the operator guard in front of it.
+func SeatHandler(s *server.MCPServer, logger *slog.Logger) http.Handler {
+	logger = componentLogger(logger).With(slog.String("surface", "seat"))
 	h := server.NewStreamableHTTPServer(s,
 		server.WithStateLess(true),
 		server.WithDisableLocalhostProtection(true),
@@ -59,7 +61,7 @@ func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
 			return tools.WithTurn(ctx, t)
 		}),
 	)
-	check := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(HeaderSeat) == "" || r.Header.Get(HeaderUnit) == "" {
 			writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
 				"a seat request carries the headers Crewlet-Seat (the seat) and Crewlet-Unit (its unit of work); send both with every request.")
@@ -74,5 +76,4 @@ func SeatHandler(s *server.MCPServer, opts HTTPOptions) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-	return Guard(opts, check)
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // TestSeatEditsOnlyItsOwnComments: on the seat surface a comment's author
@@ -17,7 +18,7 @@ import (
 func TestSeatEditsOnlyItsOwnComments(t *testing.T) {
 	n := realNode(t)
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), catalogueOf(n.Tracker())), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	seat := func(name string) caller {
@@ -30,16 +31,16 @@ func TestSeatEditsOnlyItsOwnComments(t *testing.T) {
 		return caller{t, c}
 	}
 	ana, bo := seat("ana"), seat("bo")
-	ana.applied(tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
-	ana.applied(tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Login"})
-	c := ana.applied(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "mine"})["comment"].(map[string]any)
+	ana.applied(trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	ana.applied(trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "Login"})
+	c := ana.applied(trackertools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "mine"})["comment"].(map[string]any)
 	if c["author"] != "ana" {
 		t.Fatalf("the seat's comment is by %v", c["author"])
 	}
-	bo.refused(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "now mine", "comment_id": c["id"]}, "invalid_argument")
-	bo.refused(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "comment_id": c["id"], "delete": true}, "invalid_argument")
-	ana.applied(tools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "mine, edited", "comment_id": c["id"]})
-	h := ana.applied(tools.NameListWorkItemHistory, map[string]any{"key": "ENG-1", "limit": 1})
+	bo.refused(trackertools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "now mine", "comment_id": c["id"]}, "invalid_argument")
+	bo.refused(trackertools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "comment_id": c["id"], "delete": true}, "invalid_argument")
+	ana.applied(trackertools.NameCommentOnWorkItem, map[string]any{"key": "ENG-1", "body": "mine, edited", "comment_id": c["id"]})
+	h := ana.applied(trackertools.NameListWorkItemHistory, map[string]any{"key": "ENG-1", "limit": 1})
 	if ch := h["changes"].([]any)[0].(map[string]any); ch["field"] != "comment_edited" || ch["by"] != "seat:ana" {
 		t.Fatalf("history: %v", ch)
 	}

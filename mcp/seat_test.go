@@ -11,7 +11,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 func seatClient(t *testing.T, url, unit string) *client.Client {
@@ -35,7 +36,7 @@ func TestSeatTurnRerun(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), catalogueOf(n.Tracker())), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	url := ts.URL + "/seat/mcp"
@@ -59,22 +60,22 @@ func TestSeatTurnRerun(t *testing.T) {
 		}
 		return object(t, res)
 	}
-	p := call(first, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
-	a := call(first, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
+	p := call(first, trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	a := call(first, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
 	// The turn dies here. A re-run of the same unit, on a new connection,
 	// repeats the same calls and goes on.
 	rerun := seatClient(t, url, "unit-42")
-	p2 := call(rerun, tools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
-	a2 := call(rerun, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
+	p2 := call(rerun, trackertools.NameCreateProject, map[string]any{"key": "ENG", "name": "Engineering"})
+	a2 := call(rerun, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
 	if p2["op_id"] != p["op_id"] || a2["op_id"] != a["op_id"] || a2["position"] != a["position"] {
 		t.Fatalf("re-run derived other ids: %v/%v %v/%v", p["op_id"], p2["op_id"], a["op_id"], a2["op_id"])
 	}
-	b := call(rerun, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "second thing"})
+	b := call(rerun, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "second thing"})
 	if b["op_id"] == a["op_id"] {
 		t.Fatal("a different call got the same id")
 	}
 	// Reworded: a new operation, a second item.
-	call(rerun, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "First thing"})
+	call(rerun, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "First thing"})
 	var items int
 	n.DB().QueryRow(`SELECT count(*) FROM tracker_items`).Scan(&items)
 	if items != 3 {
@@ -82,7 +83,7 @@ func TestSeatTurnRerun(t *testing.T) {
 	}
 	// Another unit making the same call is another operation.
 	other := seatClient(t, url, "unit-43")
-	c := call(other, tools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
+	c := call(other, trackertools.NameCreateWorkItem, map[string]any{"project": "ENG", "title": "first thing"})
 	if c["op_id"] == a["op_id"] {
 		t.Fatal("two units derived one id")
 	}
@@ -110,7 +111,7 @@ func TestSeatTriggerFloor(t *testing.T) {
 	}
 	t.Cleanup(func() { n.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/seat/mcp", SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), n.Tracker()), HTTPOptions{Token: testToken, Logger: testLogger(t)}))
+	mux.Handle("/seat/mcp", httpedge.NewGuard(httpedge.GuardOptions{Token: testToken, Logger: testLogger(t)}).Operator(SeatHandler(NewSeatServer(n.Units(), "test", testLogger(t), catalogueOf(n.Tracker())), testLogger(t))))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	withTrigger := func(trigger string) *client.Client {
@@ -123,12 +124,12 @@ func TestSeatTriggerFloor(t *testing.T) {
 		return c
 	}
 	ahead := withTrigger("CREWLET_TRACKER_LOG@1:999999")
-	res := callTool(t, ahead, tools.NameListProjects, map[string]any{})
+	res := callTool(t, ahead, trackertools.NameListProjects, map[string]any{})
 	if !res.IsError || object(t, res)["refused"] != "behind" {
 		t.Fatalf("trigger ahead of the node: %v", object(t, res))
 	}
 	other := withTrigger("CREWLET_PAGES_LOG@1:999999")
-	res = callTool(t, other, tools.NameListProjects, map[string]any{})
+	res = callTool(t, other, trackertools.NameListProjects, map[string]any{})
 	if res.IsError {
 		t.Fatalf("a pages trigger held up a tracker read: %v", object(t, res))
 	}

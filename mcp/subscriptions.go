@@ -38,16 +38,16 @@ type listen struct {
 // and the node's applier into s: a session subscribed to a resource gets
 // notifications/resources/updated {uri} when a record that may change it
 // applies on this node.
-func subscribe(s *server.MCPServer, hooks *server.Hooks, d tools.Deps, applied Applied, logger *slog.Logger) {
+func subscribe(s *server.MCPServer, hooks *server.Hooks, c tools.Catalogue, d tools.Deps, applied Applied, logger *slog.Logger) {
 	t := &subs{byScope: map[string]map[string]map[string]bool{}, bySession: map[string]map[string]string{}, listens: map[server.ClientSession]listen{}}
-	t.hookListen(hooks, d, logger)
+	t.hookListen(hooks, c, d, logger)
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcpgo.SubscribeRequest, _ *mcpgo.EmptyResult) {
 		session := server.ClientSessionFromContext(ctx)
 		if session == nil {
 			return
 		}
 		uri := req.Params.URI
-		scope, err := tools.ResourceScope(ctx, d, uri)
+		scope, err := c.ResourceScope(ctx, d, uri)
 		if err != nil {
 			// mcp-go has answered already; the line says why nothing will
 			// come of it.
@@ -81,7 +81,7 @@ func subscribe(s *server.MCPServer, hooks *server.Hooks, d tools.Deps, applied A
 // (protocol 2026-07-28) while it is open: mcp-go hands them only to a
 // session type of its own that keeps them, which none of its transports'
 // sessions is.
-func (t *subs) hookListen(hooks *server.Hooks, d tools.Deps, logger *slog.Logger) {
+func (t *subs) hookListen(hooks *server.Hooks, c tools.Catalogue, d tools.Deps, logger *slog.Logger) {
 	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcpgo.SubscriptionsListenRequest) {
 		session := server.ClientSessionFromContext(ctx)
 		uris := req.Params.Notifications.ResourceSubscriptions
@@ -90,7 +90,7 @@ func (t *subs) hookListen(hooks *server.Hooks, d tools.Deps, logger *slog.Logger
 		}
 		l := listen{id: id, scopes: map[string][]string{}}
 		for _, uri := range uris {
-			scope, err := tools.ResourceScope(ctx, d, uri)
+			scope, err := c.ResourceScope(ctx, d, uri)
 			if err != nil {
 				logger.WarnContext(ctx, "resource_subscribe_unresolved", "uri", uri, engine.LogErr, err.Error())
 				continue

@@ -1,4 +1,4 @@
-package tools
+package tools_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,10 @@ import (
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/fleettools"
+	"github.com/crewlet/crewlet/tools/kbtools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // seatCatalogueBudget is the seat toolset's whole catalogue, in tokens
@@ -20,9 +24,9 @@ const seatCatalogueBudget = 5000
 // sent). The annotations are hints for the client, not text for the
 // model, and are left out (TestSeatCatalogue logs the tools/list size with
 // them too).
-func catalogueBytes(t *testing.T, d Deps) (model, wire int) {
+func catalogueBytes(t *testing.T, d surface) (model, wire int) {
 	t.Helper()
-	for _, st := range Set(d) {
+	for _, st := range d.set() {
 		full, err := json.Marshal(st.Tool)
 		if err != nil {
 			t.Fatal(err)
@@ -50,11 +54,11 @@ func catalogueBytes(t *testing.T, d Deps) (model, wire int) {
 // tokens, measured as bytes/4 of its JSON.
 func TestSeatCatalogue(t *testing.T) {
 	// The whole seat catalogue: the tracker's and the knowledge base's.
-	seat := Deps{Surface: Seat, Services: []any{(*tracker.Service)(nil), (*kb.Service)(nil)}}
+	seat := surface{tools.Seat, catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil))}
 	model, wire := catalogueBytes(t, seat)
 	tokens := model / 4
 	t.Logf("seat catalogue: %d tools, %d bytes = %d tokens (names, descriptions, input and output schemas); %d bytes = %d tokens with annotations, as tools/list sends it",
-		len(Set(seat)), model, tokens, wire, wire/4)
+		len(seat.set()), model, tokens, wire, wire/4)
 	if tokens >= seatCatalogueBudget {
 		t.Fatalf("the seat catalogue is %d tokens, over the budget of %d: tighten descriptions or schemas", tokens, seatCatalogueBudget)
 	}
@@ -67,25 +71,25 @@ func TestSeatCatalogue(t *testing.T) {
 // names no surface builds nothing rather than the operator's toolset.
 func TestToolsetsAreFiltersOverOneCatalogue(t *testing.T) {
 	all := []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil)}
-	names := func(s Surface) map[string]bool {
+	names := func(s tools.Surface) map[string]bool {
 		out := map[string]bool{}
-		for _, st := range Set(Deps{Surface: s, Services: all}) {
+		for _, st := range catalogueOf(all...).Set(tools.Deps{Surface: s}) {
 			out[st.Tool.Name] = true
 		}
 		return out
 	}
-	op, seat, ro := names(Operator), names(Seat), names(ReadOnly)
+	op, seat, ro := names(tools.Operator), names(tools.Seat), names(tools.ReadOnly)
 	for n := range seat {
 		if !op[n] {
 			t.Errorf("seat tool %s is not an operator tool", n)
 		}
 	}
-	for _, n := range []string{NamePurgeWorkItem, NamePurgePage, NameEvictNode, NameReadmitNode, NameRetentionStatus} {
+	for _, n := range []string{trackertools.NamePurgeWorkItem, kbtools.NamePurgePage, fleettools.NameEvictNode, fleettools.NameReadmitNode, fleettools.NameRetentionStatus} {
 		if seat[n] || !op[n] {
 			t.Errorf("%s: seat %v, operator %v; want operator only", n, seat[n], op[n])
 		}
 	}
-	for _, st := range Set(Deps{Surface: Operator, Services: all}) {
+	for _, st := range catalogueOf(all...).Set(tools.Deps{Surface: tools.Operator}) {
 		readOnly := st.Tool.Annotations.ReadOnlyHint != nil && *st.Tool.Annotations.ReadOnlyHint
 		if ro[st.Tool.Name] != readOnly {
 			t.Errorf("%s: in the read-only toolset %v, read-only hint %v", st.Tool.Name, ro[st.Tool.Name], readOnly)
@@ -99,5 +103,5 @@ func TestToolsetsAreFiltersOverOneCatalogue(t *testing.T) {
 			t.Fatal("a Deps naming no surface built a toolset")
 		}
 	}()
-	Set(Deps{Services: all})
+	catalogueOf(all...).Set(tools.Deps{})
 }

@@ -1,9 +1,11 @@
-// Package tools defines every Crewlet tool once: its name, description,
-// JSON schemas, MCP annotations, strict argument parsing and a handler that
-// calls the engine's service API and renders the answer or refusal as an
-// MCP tool result. Every tool is one entry of one catalogue, registered by
-// its domain's tools file; the operator, seat and read-only toolsets are
-// filters over it, each tool offered where a service it calls is. It knows
-// the engine's API, never NATS or SQL; package mcp assembles these tools
-// into servers per surface.
+// Package tools is the kit every Crewlet toolset is built on: Deps (the
+// surface a tool is built for), Entry, Toolset and Catalogue (the
+// operator, seat and read-only toolsets are filters over one catalogue),
+// Filter (--toolsets, --read-only), strict argument parsing (Param,
+// Args), the wire form of answers and refusals, seat op-id derivation,
+// and the machinery of resources, prompts and completions. It names no
+// domain: each domain's tools are their own package (tools/trackertools,
+// tools/kbtools, tools/fleettools), listed by the registry (package
+// domains). It knows the engine's vocabulary, never NATS or SQL; package
+// mcp assembles a catalogue into servers per surface.
 package tools

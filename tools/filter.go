@@ -5,26 +5,10 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/crewlet/crewlet/engine"
 )
 
-// The toolsets --toolsets names, each a group of the catalogue: a host
-// that only tracks work leaves the knowledge base's tools off its
-// model's list, as github-mcp-server's --toolsets does.
-const (
-	// ToolsetTracker is projects and work items.
-	ToolsetTracker = "tracker"
-	// ToolsetKB is the knowledge base: spaces and pages.
-	ToolsetKB = "kb"
-	// ToolsetFleet is the replication tools (operator only).
-	ToolsetFleet = "fleet"
-	// ToolsetAll names every toolset.
-	ToolsetAll = "all"
-)
-
-// Toolsets are the toolset names --toolsets takes, "all" aside.
-var Toolsets = []string{ToolsetTracker, ToolsetKB, ToolsetFleet}
+// ToolsetAll names every toolset in --toolsets.
+const ToolsetAll = "all"
 
 // Filter narrows a surface's toolset. The zero Filter keeps every tool
 // the surface offers. It only ever removes: no filter gives a surface a
@@ -37,33 +21,13 @@ type Filter struct {
 	ReadOnly bool
 }
 
-// ParseToolsets reads a --toolsets value: toolset names separated by
-// commas, or "all". It refuses an unknown name with the list of known
-// ones.
-func ParseToolsets(s string) ([]string, error) {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		n = strings.TrimSpace(n)
-		switch {
-		case n == "":
-			continue
-		case n == ToolsetAll:
-			return nil, nil
-		case !slices.Contains(Toolsets, n):
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "toolset %q is not one of %s (or all); name toolsets separated by commas.", n, strings.Join(Toolsets, ", "))
-		case !slices.Contains(out, n):
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// keeps reports whether f keeps e.
-func (f Filter) keeps(e Entry) bool {
-	if f.ReadOnly && !e.Read {
+// Keeps reports whether f keeps a tool of the toolset named toolset,
+// one that reads only where read says so.
+func (f Filter) Keeps(toolset string, read bool) bool {
+	if f.ReadOnly && !read {
 		return false
 	}
-	return len(f.Toolsets) == 0 || slices.Contains(f.Toolsets, e.Toolset)
+	return len(f.Toolsets) == 0 || slices.Contains(f.Toolsets, toolset)
 }
 
 // String describes f for a log line: "all", or the toolsets, and

@@ -1,4 +1,4 @@
-package tools
+package tools_test
 
 import (
 	"errors"
@@ -10,14 +10,28 @@ import (
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/fleettools"
+	"github.com/crewlet/crewlet/tools/kbtools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
-// TestEveryEntryNamesAToolset: --toolsets can select every tool.
+// TestEveryEntryNamesAToolset: --toolsets can select every tool: each
+// toolset's name is one ParseToolsets takes, and naming it keeps every
+// tool of the toolset.
 func TestEveryEntryNamesAToolset(t *testing.T) {
-	for _, e := range catalogue {
-		if !slices.Contains(Toolsets, e.Toolset) {
-			tool, _ := e.Build(Deps{Surface: Operator})
-			t.Errorf("%s: toolset %q is not one of %v", tool.Name, e.Toolset, Toolsets)
+	full := catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil))
+	if !slices.Equal(full.Names(), []string{trackertools.Name, kbtools.Name, fleettools.Name}) {
+		t.Fatalf("toolsets %v", full.Names())
+	}
+	for _, ts := range full {
+		sets, err := full.ParseToolsets(ts.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := tools.Catalogue{ts}.Set(tools.Deps{Surface: tools.Operator, Filter: tools.Filter{Toolsets: sets}})
+		if len(kept) == 0 || len(kept) != len(tools.Catalogue{ts}.Set(tools.Deps{Surface: tools.Operator})) {
+			t.Errorf("--toolsets %s keeps %d of its tools", ts.Name, len(kept))
 		}
 	}
 }
@@ -27,24 +41,24 @@ func TestEveryEntryNamesAToolset(t *testing.T) {
 // tool the surface does not offer.
 func TestFilterNarrowsEverySurface(t *testing.T) {
 	all := []any{(*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*fleet.Status)(nil)}
-	names := func(s Surface, f Filter) []string {
+	names := func(s tools.Surface, f tools.Filter) []string {
 		var out []string
-		for _, st := range Set(Deps{Surface: s, Services: all, Filter: f}) {
+		for _, st := range catalogueOf(all...).Set(tools.Deps{Surface: s, Filter: f}) {
 			out = append(out, st.Tool.Name)
 		}
 		return out
 	}
-	for _, s := range []Surface{Operator, Seat} {
-		full := names(s, Filter{})
-		kbOnly := names(s, Filter{Toolsets: []string{ToolsetKB}})
-		if !slices.Contains(kbOnly, NameGetPage) || slices.Contains(kbOnly, NameGetWorkItem) {
+	for _, s := range []tools.Surface{tools.Operator, tools.Seat} {
+		full := names(s, tools.Filter{})
+		kbOnly := names(s, tools.Filter{Toolsets: []string{kbtools.Name}})
+		if !slices.Contains(kbOnly, kbtools.NameGetPage) || slices.Contains(kbOnly, trackertools.NameGetWorkItem) {
 			t.Errorf("%s --toolsets kb: %v", s, kbOnly)
 		}
-		ro := names(s, Filter{ReadOnly: true})
-		if slices.Contains(ro, NameCreateWorkItem) || !slices.Contains(ro, NameGetWorkItem) || slices.Contains(ro, NamePurgePage) {
+		ro := names(s, tools.Filter{ReadOnly: true})
+		if slices.Contains(ro, trackertools.NameCreateWorkItem) || !slices.Contains(ro, trackertools.NameGetWorkItem) || slices.Contains(ro, kbtools.NamePurgePage) {
 			t.Errorf("%s --read-only: %v", s, ro)
 		}
-		both := names(s, Filter{Toolsets: []string{ToolsetTracker}, ReadOnly: true})
+		both := names(s, tools.Filter{Toolsets: []string{trackertools.Name}, ReadOnly: true})
 		for _, n := range both {
 			if !slices.Contains(ro, n) || slices.Contains(kbOnly, n) {
 				t.Errorf("%s --toolsets tracker --read-only offers %s", s, n)
@@ -56,20 +70,21 @@ func TestFilterNarrowsEverySurface(t *testing.T) {
 			}
 		}
 	}
-	if seat := names(Seat, Filter{Toolsets: []string{ToolsetFleet}}); len(seat) != 0 {
+	if seat := names(tools.Seat, tools.Filter{Toolsets: []string{fleettools.Name}}); len(seat) != 0 {
 		t.Errorf("seat --toolsets fleet: %v, want none (the fleet tools are operator only)", seat)
 	}
 }
 
 func TestParseToolsets(t *testing.T) {
-	got, err := ParseToolsets(" kb,tracker,kb ")
-	if err != nil || !slices.Equal(got, []string{ToolsetKB, ToolsetTracker}) {
+	full := catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil))
+	got, err := full.ParseToolsets(" kb,tracker,kb ")
+	if err != nil || !slices.Equal(got, []string{kbtools.Name, trackertools.Name}) {
 		t.Fatalf("ParseToolsets: %v %v", got, err)
 	}
-	if got, err := ParseToolsets("kb,all"); err != nil || got != nil {
+	if got, err := full.ParseToolsets("kb,all"); err != nil || got != nil {
 		t.Fatalf("all: %v %v", got, err)
 	}
-	_, err = ParseToolsets("tracker,issues")
+	_, err = full.ParseToolsets("tracker,issues")
 	var r *engine.Refusal
 	if !errors.As(err, &r) || r.Code != engine.CodeInvalidArgument {
 		t.Fatalf("unknown toolset: %v", err)
@@ -81,13 +96,13 @@ func TestParseToolsets(t *testing.T) {
 // operator surface a create without op_id writes again.
 func TestSeatWritesAreIdempotent(t *testing.T) {
 	all := []any{(*tracker.Service)(nil), (*kb.Service)(nil)}
-	for _, st := range Set(Deps{Surface: Seat, Services: all}) {
+	for _, st := range catalogueOf(all...).Set(tools.Deps{Surface: tools.Seat}) {
 		if h := st.Tool.Annotations.IdempotentHint; h == nil || !*h {
 			t.Errorf("seat %s: idempotentHint %v, want true", st.Tool.Name, h)
 		}
 	}
-	for _, st := range Set(Deps{Surface: Operator, Services: all}) {
-		if st.Tool.Name == NameCreateWorkItem && *st.Tool.Annotations.IdempotentHint {
+	for _, st := range catalogueOf(all...).Set(tools.Deps{Surface: tools.Operator}) {
+		if st.Tool.Name == trackertools.NameCreateWorkItem && *st.Tool.Annotations.IdempotentHint {
 			t.Errorf("operator create_work_item says idempotent")
 		}
 	}

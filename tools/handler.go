@@ -7,21 +7,18 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/tracker"
 )
 
-// writeRun runs one write tool's call: it returns the answer's write
+// WriteRun runs one write tool's call: it returns the answer's write
 // header (for the op_id a refusal names) and the answer, its message
 // explained (Deps.explain).
-type writeRun func(ctx context.Context, w engine.WriteOptions, a args) (engine.WriteResult, any, error)
+type WriteRun func(ctx context.Context, w engine.WriteOptions, a Args) (engine.WriteResult, any, error)
 
-// writeHandler is the shape every write tool's handler shares: parse the
+// WriteHandler is the shape every write tool's handler shares: parse the
 // arguments strictly, check them (check may be nil), derive this
 // surface's write options, run the write, and answer its result, or its
-// refusal carrying the op_id to come back with. A gesture's answer (a
-// tracker.ItemWrite, several records in order) is answered with its steps
-// (gestureAnswer, gestureFailed).
-func (d Deps) writeHandler(name string, params []param, check func(args) *engine.Refusal, run writeRun) server.ToolHandlerFunc {
+// refusal carrying the op_id to come back with. A Walk answers itself.
+func (d Deps) WriteHandler(name string, params []Param, check func(Args) *engine.Refusal, run WriteRun) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil && check != nil {
@@ -32,32 +29,40 @@ func (d Deps) writeHandler(name string, params []param, check func(args) *engine
 		}
 		w, err := d.writeOptions(ctx, name, a)
 		if err != nil {
-			return Failed(ctx, d.logger(), name, "", err), nil
+			return Failed(ctx, d.Log(), name, "", err), nil
 		}
 		ctx = engine.WithActor(ctx, d.actor(ctx))
 		head, res, err := run(ctx, w, a)
-		if g, ok := res.(tracker.ItemWrite); ok {
-			// A gesture: several records in order, answered with its steps.
+		if g, ok := res.(Walk); ok {
+			// Several records in order, answered with its steps.
 			if err != nil {
-				return d.gestureFailed(ctx, name, g, w, err), nil
+				return g.Failed(ctx, d, name, w, err), nil
 			}
-			return d.gestureAnswer(g), nil
+			return g.Answer(d), nil
 		}
 		if err != nil {
-			return Failed(ctx, d.logger(), name, opOf(head, w), err), nil
+			return Failed(ctx, d.Log(), name, OpOf(head, w), err), nil
 		}
 		return Answer(res), nil
 	}
 }
 
-// readRun runs one read tool's call with the arguments it parsed: the
-// answer, or the error to answer.
-type readRun func(ctx context.Context, a args) (any, error)
+// Walk is a write answered as several records in order (a tracker
+// gesture): it answers itself, with its steps, and words its own failure
+// (which steps landed, how to finish it).
+type Walk interface {
+	Answer(d Deps) *mcp.CallToolResult
+	Failed(ctx context.Context, d Deps, tool string, w engine.WriteOptions, err error) *mcp.CallToolResult
+}
 
-// readHandler is the shape every read tool's handler shares: parse the
+// ReadRun runs one read tool's call with the arguments it parsed: the
+// answer, or the error to answer.
+type ReadRun func(ctx context.Context, a Args) (any, error)
+
+// ReadHandler is the shape every read tool's handler shares: parse the
 // arguments strictly, check them (check may be nil), run the read, and
 // answer its result or its refusal.
-func (d Deps) readHandler(name string, params []param, check func(args) *engine.Refusal, run readRun) server.ToolHandlerFunc {
+func (d Deps) ReadHandler(name string, params []Param, check func(Args) *engine.Refusal, run ReadRun) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, r := parseArgs(req, params)
 		if r == nil && check != nil {
@@ -68,7 +73,7 @@ func (d Deps) readHandler(name string, params []param, check func(args) *engine.
 		}
 		res, err := run(ctx, a)
 		if err != nil {
-			return Failed(ctx, d.logger(), name, "", err), nil
+			return Failed(ctx, d.Log(), name, "", err), nil
 		}
 		return Answer(res), nil
 	}

@@ -10,17 +10,16 @@ import (
 )
 
 // CallObserver counts tool calls: the tool, the surface, how long the
-// call took and the refusal code it answered ("" when it answered). A
-// service that is one (the node's metrics registry) sees every call of
-// the toolset it is given to.
+// call took and the refusal code it answered ("" when it answered): the
+// node's metrics registry, as Deps.Calls.
 type CallObserver interface {
 	ToolCall(tool, surface string, took time.Duration, code string)
 }
 
 // observed wraps h so d's CallObserver, where it has one, sees each call.
 func (d Deps) observed(name string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
-	obs, ok := service[CallObserver](d)
-	if !ok {
+	obs := d.Calls
+	if obs == nil {
 		return h
 	}
 	surface := string(d.Surface)

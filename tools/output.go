@@ -11,7 +11,7 @@ import (
 // objectSchema is every tool's output schema: the answer is a JSON object.
 var objectSchema = json.RawMessage(`{"type":"object"}`)
 
-// outputSchema declares that a tool answers structured content, a JSON
+// OutputSchema declares that a tool answers structured content, a JSON
 // object (T, the answer struct). It says no more than that, on purpose:
 //   - a client needs the schema to know structured content comes and to
 //     validate it (the official TypeScript SDK 1.x validates every
@@ -27,7 +27,7 @@ var objectSchema = json.RawMessage(`{"type":"object"}`)
 //
 // T must be a struct, so its JSON is an object; a tool built with another
 // T is a programming error caught when the catalogue is built.
-func outputSchema[T any]() mcp.ToolOption {
+func OutputSchema[T any]() mcp.ToolOption {
 	if k := reflect.TypeFor[T]().Kind(); k != reflect.Struct {
 		panic(fmt.Sprintf("outputSchema: the answer type %v is a %v, not a struct; an answer must be a JSON object", reflect.TypeFor[T](), k))
 	}

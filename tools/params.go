@@ -15,71 +15,80 @@ import (
 	"github.com/crewlet/crewlet/engine"
 )
 
-// kind is the JSON type an argument must have.
-type kind int
+// Kind is the JSON type an argument must have.
+type Kind int
 
 const (
-	kindString kind = iota
-	kindInteger
-	// kindStrings and kindEdges are lists (params_list.go).
-	kindStrings
-	kindEdges
-	// kindNumber and kindBool are params_scalar.go's; kindObjects (a
+	KindString Kind = iota
+	KindInteger
+	// KindStrings and kindEdges are lists (params_list.go).
+	KindStrings
+	KindEdges
+	// KindNumber and kindBool are params_scalar.go's; kindObjects (a
 	// list of objects whose fields are params) and kindObject are
 	// params_more.go's.
-	kindNumber
-	kindBool
-	kindObjects
-	kindObject
+	KindNumber
+	KindBool
+	KindObjects
+	KindObject
+	// KindCustom is a type the toolset declares itself (Param.Custom).
+	KindCustom
 )
 
-func (k kind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case kindInteger:
+	case KindInteger:
 		return "an integer"
-	case kindStrings:
+	case KindStrings:
 		return "an array of strings"
-	case kindEdges:
-		return "an array of {kind, key} objects"
-	case kindNumber:
+	case KindNumber:
 		return "a number"
-	case kindBool:
+	case KindBool:
 		return "a boolean"
-	case kindObjects:
+	case KindObjects:
 		return "an array of objects"
-	case kindObject:
+	case KindObject:
 		return "an object"
 	}
 	return "a string"
 }
 
-// param declares one argument once: the input schema and the parser are
+// Param declares one argument once: the input schema and the parser are
 // both built from it, so they cannot disagree.
-type param struct {
-	name     string
-	kind     kind
-	required bool
-	desc     string
-	// Strings: maxBytes bounds the UTF-8 length and every string has one
+type Param struct {
+	Name     string
+	Kind     Kind
+	Required bool
+	Desc     string
+	// Strings: MaxBytes bounds the UTF-8 length and every string has one
 	// (TestEveryLimitIsRefused; the parser enforces it, the schema does
-	// not state it: see schemaOptions); nonEmpty refuses ""; enum
-	// restricts the value;
-	// long marks text that may span lines (descriptions, bodies,
-	// comments), where line breaks and tabs are allowed. Every string is
-	// checked in one place (checkText).
-	maxBytes int
-	nonEmpty bool
-	enum     []string
-	long     bool
+	// not state it: see schemaOptions); NonEmpty refuses ""; Enum
+	// restricts the value; Long marks text that may span lines
+	// (descriptions, bodies, comments), where line breaks and tabs are
+	// allowed. Every string is checked in one place (checkText).
+	MaxBytes int
+	NonEmpty bool
+	Enum     []string
+	Long     bool
 	// Integers: the inclusive range.
-	min, max int64
-	// Lists: maxItems bounds the length; maxBytes, nonEmpty and enum apply
-	// to each string (for kindEdges, enum is the kinds allowed); itemKeys
-	// makes each string (each edge's key) a work item key.
-	maxItems int
-	itemKeys bool
-	// fields are the fields of each object of a kindObjects list.
-	fields []param
+	Min, Max int64
+	// Lists: MaxItems bounds the length; MaxBytes, NonEmpty and Enum
+	// apply to each string, and Each, when set, checks each string (a
+	// work item key).
+	MaxItems int
+	Each     func(name, value string) *engine.Refusal
+	// Fields are the fields of each object of a KindObjects list.
+	Fields []Param
+	// Custom is a KindCustom argument's type.
+	Custom *Custom
+}
+
+// Custom is an argument type a toolset declares itself (the tracker's
+// edges): how refusals name it, its schema and its parser.
+type Custom struct {
+	Type   string // as a refusal names it: "an array of {kind, key} objects"
+	Schema func(p Param, po []mcp.PropertyOption) mcp.ToolOption
+	Parse  func(p Param, v json.RawMessage) (any, *engine.Refusal)
 }
 
 // schemaOptions turns params into mcp-go tool options: each argument's
@@ -98,53 +107,55 @@ type param struct {
 //     sentence naming the arguments the tool takes (parseArgs);
 //   - no maxItems: a list over its length is refused with a sentence
 //     saying to split the change (parseList).
-func schemaOptions(params []param) []mcp.ToolOption {
+func schemaOptions(params []Param) []mcp.ToolOption {
 	opts := make([]mcp.ToolOption, 0, len(params))
 	for _, p := range params {
 		var po []mcp.PropertyOption
-		if p.desc != "" { // an object's fields may go without
-			po = append(po, mcp.Description(p.desc))
+		if p.Desc != "" { // an object's fields may go without
+			po = append(po, mcp.Description(p.Desc))
 		}
-		if p.required {
+		if p.Required {
 			po = append(po, mcp.Required())
 		}
-		switch p.kind {
-		case kindString:
-			if len(p.enum) > 0 {
-				po = append(po, mcp.Enum(p.enum...))
+		switch p.Kind {
+		case KindString:
+			if len(p.Enum) > 0 {
+				po = append(po, mcp.Enum(p.Enum...))
 			}
-			opts = append(opts, mcp.WithString(p.name, po...))
-		case kindInteger:
-			if p.min > 0 {
-				po = append(po, mcp.Min(float64(p.min)))
+			opts = append(opts, mcp.WithString(p.Name, po...))
+		case KindInteger:
+			if p.Min > 0 {
+				po = append(po, mcp.Min(float64(p.Min)))
 			}
-			if p.max > 0 {
-				po = append(po, mcp.Max(float64(p.max)))
+			if p.Max > 0 {
+				po = append(po, mcp.Max(float64(p.Max)))
 			}
-			opts = append(opts, mcp.WithInteger(p.name, po...))
-		case kindStrings, kindEdges:
-			opts = append(opts, mcp.WithArray(p.name, append(po, listSchema(p)...)...))
-		case kindNumber, kindBool:
+			opts = append(opts, mcp.WithInteger(p.Name, po...))
+		case KindStrings:
+			opts = append(opts, mcp.WithArray(p.Name, append(po, listSchema(p)...)...))
+		case KindCustom:
+			opts = append(opts, p.Custom.Schema(p, po))
+		case KindNumber, KindBool:
 			opts = append(opts, scalarSchema(p, po))
-		case kindObjects, kindObject:
+		case KindObjects, KindObject:
 			opts = append(opts, moreSchema(p, po))
 		}
 	}
 	return opts
 }
 
-// args holds parsed arguments: strings as string, integers as uint64 or
+// Args holds parsed arguments: strings as string, integers as uint64 or
 // int64 per the param's range. An argument absent or null is not present.
-type args map[string]any
+type Args map[string]any
 
-func (a args) has(name string) bool { _, ok := a[name]; return ok }
+func (a Args) Has(name string) bool { _, ok := a[name]; return ok }
 
-func (a args) str(name string) string {
+func (a Args) Str(name string) string {
 	s, _ := a[name].(string)
 	return s
 }
 
-func (a args) strPtr(name string) *string {
+func (a Args) StrPtr(name string) *string {
 	s, ok := a[name].(string)
 	if !ok {
 		return nil
@@ -152,7 +163,7 @@ func (a args) strPtr(name string) *string {
 	return &s
 }
 
-func (a args) uint(name string) uint64 {
+func (a Args) Uint(name string) uint64 {
 	n, _ := a[name].(uint64)
 	return n
 }
@@ -164,7 +175,7 @@ func (a args) uint(name string) uint64 {
 // sentence naming the argument and what to do. It does its own checks
 // rather than lean on mcp-go's schema validation, whose messages read
 // badly and which is off by default.
-func parseArgs(req mcp.CallToolRequest, params []param) (args, *engine.Refusal) {
+func parseArgs(req mcp.CallToolRequest, params []Param) (Args, *engine.Refusal) {
 	raw, err := rawArguments(req)
 	if err != nil {
 		return nil, engine.Refuse(engine.CodeInvalidArgument, "The arguments could not be read as JSON. Pass the arguments as a JSON object.")
@@ -182,24 +193,24 @@ func parseArgs(req mcp.CallToolRequest, params []param) (args, *engine.Refusal) 
 
 	var unknown []string
 	for name := range fields {
-		if !slices.ContainsFunc(params, func(p param) bool { return p.name == name }) {
+		if !slices.ContainsFunc(params, func(p Param) bool { return p.Name == name }) {
 			unknown = append(unknown, name)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		if len(params) == 0 {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s: this tool takes no arguments. Call it with none.", quote(unknown[0]))
+			return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s: this tool takes no arguments. Call it with none.", Quote(unknown[0]))
 		}
-		return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s. This tool takes %s; remove %s and call again.", quote(unknown[0]), names(params), quote(unknown[0]))
+		return nil, engine.Refuse(engine.CodeInvalidArgument, "Unknown argument %s. This tool takes %s; remove %s and call again.", Quote(unknown[0]), names(params), Quote(unknown[0]))
 	}
 
-	out := args{}
+	out := Args{}
 	for _, p := range params {
-		v, ok := fields[p.name]
+		v, ok := fields[p.Name]
 		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			if p.required {
-				return nil, engine.Refuse(engine.CodeInvalidArgument, "Missing required argument %q: %s Pass it and call again.", p.name, p.desc)
+			if p.Required {
+				return nil, engine.Refuse(engine.CodeInvalidArgument, "Missing required argument %q: %s Pass it and call again.", p.Name, p.Desc)
 			}
 			continue
 		}
@@ -207,41 +218,41 @@ func parseArgs(req mcp.CallToolRequest, params []param) (args, *engine.Refusal) 
 		if r != nil {
 			return nil, r
 		}
-		out[p.name] = val
+		out[p.Name] = val
 	}
 	return out, nil
 }
 
-func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
-	switch p.kind {
-	case kindString:
-		if jsonType(v) != "a string" {
-			return nil, wrongType(p, v)
+func parseValue(p Param, v json.RawMessage) (any, *engine.Refusal) {
+	switch p.Kind {
+	case KindString:
+		if JSONType(v) != "a string" {
+			return nil, WrongType(p, v)
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, wrongType(p, v)
+			return nil, WrongType(p, v)
 		}
 		if r := checkText(p, v, s); r != nil {
 			return nil, r
 		}
-		if p.nonEmpty && strings.TrimSpace(s) == "" {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q must not be empty: %s", p.name, p.desc)
+		if p.NonEmpty && strings.TrimSpace(s) == "" {
+			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q must not be empty: %s", p.Name, p.Desc)
 		}
-		if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
-			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be one of %s.", p.name, quote(s), strings.Join(p.enum, ", "))
+		if len(p.Enum) > 0 && !slices.Contains(p.Enum, s) {
+			return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be one of %s.", p.Name, Quote(s), strings.Join(p.Enum, ", "))
 		}
 		return s, nil
-	case kindInteger:
+	case KindInteger:
 		// json.Number would take the string "5" too; only a JSON number is.
-		if jsonType(v) != "a number" {
-			return nil, wrongType(p, v)
+		if JSONType(v) != "a number" {
+			return nil, WrongType(p, v)
 		}
 		var num json.Number
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.UseNumber()
 		if err := dec.Decode(&num); err != nil {
-			return nil, wrongType(p, v)
+			return nil, WrongType(p, v)
 		}
 		n, err := strconv.ParseUint(num.String(), 10, 64)
 		if err != nil {
@@ -252,33 +263,40 @@ func parseValue(p param, v json.RawMessage) (any, *engine.Refusal) {
 			}
 			n = uint64(f)
 		}
-		if n < uint64(p.min) || (p.max > 0 && n > uint64(p.max)) {
+		if n < uint64(p.Min) || (p.Max > 0 && n > uint64(p.Max)) {
 			return nil, outOfRange(p, num.String())
 		}
 		return n, nil
-	case kindStrings, kindEdges:
+	case KindStrings:
 		return parseList(p, v)
-	case kindNumber, kindBool:
+	case KindCustom:
+		return p.Custom.Parse(p, v)
+	case KindNumber, KindBool:
 		return parseScalar(p, v)
-	case kindObjects, kindObject:
+	case KindObjects, KindObject:
 		return parseMore(p, v)
 	}
 	return nil, engine.Refuse(engine.CodeInternal, "%s", engine.Codes[engine.CodeInternal].Doc)
 }
 
-func wrongType(p param, v json.RawMessage) *engine.Refusal {
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q must be %s, not %s: %s", p.name, p.kind, jsonType(v), p.desc)
-}
-
-func outOfRange(p param, got string) *engine.Refusal {
-	if p.max > 0 {
-		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a whole number from %d to %d.", p.name, got, p.min, p.max)
+// WrongType refuses an argument that is not of p's JSON type.
+func WrongType(p Param, v json.RawMessage) *engine.Refusal {
+	typ := p.Kind.String()
+	if p.Custom != nil {
+		typ = p.Custom.Type
 	}
-	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a whole number of at least %d.", p.name, got, p.min)
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q must be %s, not %s: %s", p.Name, typ, JSONType(v), p.Desc)
 }
 
-// jsonType names the JSON type of a raw value for a refusal sentence.
-func jsonType(v json.RawMessage) string {
+func outOfRange(p Param, got string) *engine.Refusal {
+	if p.Max > 0 {
+		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a whole number from %d to %d.", p.Name, got, p.Min, p.Max)
+	}
+	return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %s; it must be a whole number of at least %d.", p.Name, got, p.Min)
+}
+
+// JSONType names the JSON type of a raw value for a refusal sentence.
+func JSONType(v json.RawMessage) string {
 	t := bytes.TrimSpace(v)
 	if len(t) == 0 {
 		return "empty"
@@ -298,10 +316,10 @@ func jsonType(v json.RawMessage) string {
 	return "a number"
 }
 
-func names(params []param) string {
+func names(params []Param) string {
 	quoted := make([]string, len(params))
 	for i, p := range params {
-		quoted[i] = strconv.Quote(p.name)
+		quoted[i] = strconv.Quote(p.Name)
 	}
 	return strings.Join(quoted, ", ")
 }

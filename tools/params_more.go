@@ -15,49 +15,49 @@ import (
 )
 
 // moreSchema is the schema option of a kindObject or kindObjects param.
-func moreSchema(p param, po []mcp.PropertyOption) mcp.ToolOption {
-	item := mcp.NewTool("", schemaOptions(p.fields)...).InputSchema
-	if p.kind == kindObject {
-		return mcp.WithObject(p.name, append(po, mcp.Properties(item.Properties), mcp.AdditionalProperties(false))...)
+func moreSchema(p Param, po []mcp.PropertyOption) mcp.ToolOption {
+	item := mcp.NewTool("", schemaOptions(p.Fields)...).InputSchema
+	if p.Kind == KindObject {
+		return mcp.WithObject(p.Name, append(po, mcp.Properties(item.Properties), mcp.AdditionalProperties(false))...)
 	}
-	if p.maxItems > 0 {
-		po = append(po, mcp.MaxItems(p.maxItems))
+	if p.MaxItems > 0 {
+		po = append(po, mcp.MaxItems(p.MaxItems))
 	}
 	po = append(po, mcp.Items(map[string]any{
 		"type": "object", "properties": item.Properties, "required": item.Required, "additionalProperties": false,
 	}))
-	return mcp.WithArray(p.name, po...)
+	return mcp.WithArray(p.Name, po...)
 }
 
 // parseMore reads a kindObject or kindObjects argument.
-func parseMore(p param, v json.RawMessage) (any, *engine.Refusal) {
-	if p.kind == kindObject {
-		if jsonType(v) != "an object" {
-			return nil, wrongType(p, v)
+func parseMore(p Param, v json.RawMessage) (any, *engine.Refusal) {
+	if p.Kind == KindObject {
+		if JSONType(v) != "an object" {
+			return nil, WrongType(p, v)
 		}
 		var req mcp.CallToolRequest
 		req.Params.Arguments = v
-		a, r := parseArgs(req, p.fields)
+		a, r := parseArgs(req, p.Fields)
 		if r != nil {
-			r.Message = fmt.Sprintf("In %s: %s", p.name, r.Message)
+			r.Message = fmt.Sprintf("In %s: %s", p.Name, r.Message)
 			return nil, r
 		}
 		return a, nil
 	}
 	var items []json.RawMessage
-	if jsonType(v) != "an array" || json.Unmarshal(v, &items) != nil {
-		return nil, wrongType(p, v)
+	if JSONType(v) != "an array" || json.Unmarshal(v, &items) != nil {
+		return nil, WrongType(p, v)
 	}
-	if p.maxItems > 0 && len(items) > p.maxItems {
-		return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q has %d entries; at most %d are accepted: split the call.", p.name, len(items), p.maxItems)
+	if p.MaxItems > 0 && len(items) > p.MaxItems {
+		return nil, engine.Refuse(engine.CodeInvalidArgument, "Argument %q has %d entries; at most %d are accepted: split the call.", p.Name, len(items), p.MaxItems)
 	}
-	out := make([]args, len(items))
+	out := make([]Args, len(items))
 	for i, raw := range items {
 		var req mcp.CallToolRequest
 		req.Params.Arguments = raw
-		a, r := parseArgs(req, p.fields)
+		a, r := parseArgs(req, p.Fields)
 		if r != nil {
-			r.Message = fmt.Sprintf("In %s[%d]: %s", p.name, i, r.Message)
+			r.Message = fmt.Sprintf("In %s[%d]: %s", p.Name, i, r.Message)
 			return nil, r
 		}
 		out[i] = a
@@ -65,12 +65,12 @@ func parseMore(p param, v json.RawMessage) (any, *engine.Refusal) {
 	return out, nil
 }
 
-func (a args) object(name string) args {
-	o, _ := a[name].(args)
+func (a Args) Object(name string) Args {
+	o, _ := a[name].(Args)
 	return o
 }
 
-func (a args) objects(name string) []args {
-	o, _ := a[name].([]args)
+func (a Args) Objects(name string) []Args {
+	o, _ := a[name].([]Args)
 	return o
 }

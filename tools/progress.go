@@ -29,7 +29,7 @@ func (d Deps) withProgress(ctx context.Context, req mcp.CallToolRequest, tool st
 		token = req.Params.Meta.ProgressToken
 	}
 	srv := server.ServerFromContext(ctx)
-	log := d.logger()
+	log := d.Log()
 	lastTenth := -1
 	return engine.WithProgress(ctx, func(done, total int) {
 		if token != nil && srv != nil {
@@ -44,8 +44,8 @@ func (d Deps) withProgress(ctx context.Context, req mcp.CallToolRequest, tool st
 	})
 }
 
-// progressive wraps a handler so its call reports progress.
-func (d Deps) progressive(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
+// Progressive wraps a handler so its call reports progress.
+func (d Deps) Progressive(tool string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return h(d.withProgress(ctx, req, tool), req)
 	}

@@ -51,12 +51,12 @@ func Answer(structured any) *mcp.CallToolResult {
 // The message is the one for a caller who cannot choose a read level: no
 // MCP surface takes one.
 func Refused(r *engine.Refusal) *mcp.CallToolResult {
-	return refusedObject(r.ForFixedLevel().Object())
+	return RefusedObject(r.ForFixedLevel().Object())
 }
 
-// refusedObject is the result of a refusal object, possibly with fields
+// RefusedObject is the result of a refusal object, possibly with fields
 // added to what the engine gave (op_id, steps).
-func refusedObject(obj map[string]any) *mcp.CallToolResult {
+func RefusedObject(obj map[string]any) *mcp.CallToolResult {
 	b, err := marshal(obj)
 	if err != nil {
 		b = []byte(internalJSON)
@@ -128,15 +128,15 @@ func Internal() *mcp.CallToolResult {
 // Failed renders an error from the service: a refusal as itself, any other
 // error logged and answered internal (see failedObject).
 func Failed(ctx context.Context, logger *slog.Logger, tool, opID string, err error) *mcp.CallToolResult {
-	return refusedObject(failedObject(ctx, logger, tool, opID, err))
+	return RefusedObject(FailedObject(ctx, logger, tool, opID, err))
 }
 
-// failedObject is the refusal object of an error from the service: a
+// FailedObject is the refusal object of an error from the service: a
 // refusal as itself, any other error logged (with the tool and, where
 // known, the operation id) and answered internal. A write refused with a
 // code worth coming back for (conflict, no_quorum, ...) also carries the
 // op_id it ran under, so the caller can repeat that very operation.
-func failedObject(ctx context.Context, logger *slog.Logger, tool, opID string, err error) map[string]any {
+func FailedObject(ctx context.Context, logger *slog.Logger, tool, opID string, err error) map[string]any {
 	if r, ok := engine.AsRefusal(err); ok {
 		r = r.ForFixedLevel()
 		obj := r.Object()
@@ -155,12 +155,12 @@ func failedObject(ctx context.Context, logger *slog.Logger, tool, opID string, e
 	return engine.RefuseDoc(engine.CodeInternal).Object()
 }
 
-// explain fills a write answer's message where the service left it
+// Explain fills a write answer's message where the service left it
 // empty: pending and unknown always say what to do. The engine gives its
 // own sentence on every path it knows; this is the floor under a path
 // that forgets. A seat brings no op_id (its ids derive from the turn), so
 // it is told to repeat the call instead.
-func (d Deps) explain(w *engine.WriteResult) {
+func (d Deps) Explain(w *engine.WriteResult) {
 	if w.Message != "" {
 		return
 	}

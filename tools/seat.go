@@ -54,7 +54,7 @@ func (d Deps) seatWrite(ctx context.Context, tool string, w engine.WriteOptions)
 	}
 	start, n, err := d.Units.Call(ctx, t.Unit, tool, w.Digest)
 	if err != nil {
-		return w, engine.Refuse(engine.CodeBrokerUnreachable, "the unit of work %s could not be read from the coordination store (%v); retry the same call.", quote(t.Unit), err)
+		return w, engine.Refuse(engine.CodeBrokerUnreachable, "the unit of work %s could not be read from the coordination store (%v); retry the same call.", Quote(t.Unit), err)
 	}
 	w.OpID, w.Unit, w.UnitStart, w.CallIndex = "", t.Unit, start, n
 	return w, nil

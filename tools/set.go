@@ -29,13 +29,10 @@ const (
 	ReadOnly Surface = "read-only"
 )
 
-// Deps is what every tool constructor is built from.
+// Deps is what every tool constructor is built from: the surface and
+// what it brings. The service a tool calls is not here: each toolset is
+// bound to its own service when it is built (see Toolset).
 type Deps struct {
-	// Services are what the tools call: each domain's service, the node
-	// gates and the replication answer. A tool is in the set only where a
-	// service it calls is (Entry.Needs), so a node without a knowledge
-	// base offers none of its tools.
-	Services []any
 	// Logger receives internal errors; nil discards them.
 	Logger  *slog.Logger
 	Surface Surface
@@ -43,39 +40,26 @@ type Deps struct {
 	Units Units
 	// Filter narrows the surface's toolset (--toolsets, --read-only).
 	Filter Filter
+	// Calls counts the calls of every tool built (the node's metrics);
+	// nil counts none.
+	Calls CallObserver
 }
 
-// service is the first of d's services that is a T.
-func service[T any](d Deps) (T, bool) {
-	for _, s := range d.Services {
-		if t, ok := s.(T); ok {
-			return t, true
-		}
-	}
-	var zero T
-	return zero, false
-}
-
-// needs is an Entry.Needs: d has a service that is a T.
-func needs[T any](d Deps) bool {
-	_, ok := service[T](d)
-	return ok
-}
-
-func (d Deps) logger() *slog.Logger {
+// Log is the logger of the tools' internal errors.
+func (d Deps) Log() *slog.Logger {
 	if d.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Logger.With(slog.String(engine.LogComponent, engine.ComponentMCP))
 }
 
-// takesOpID reports whether writes on this surface take an op_id argument.
-func (d Deps) takesOpID() bool { return d.Surface == Operator }
+// TakesOpID reports whether writes on this surface take an op_id argument.
+func (d Deps) TakesOpID() bool { return d.Surface == Operator }
 
-// readOptions is what a read of a domain on this surface asks:
+// ReadOptions is what a read of a domain on this surface asks:
 // linearizable, with no level argument (the surface, not the caller, sets
 // the level), and on the seat surface floored at the turn's trigger.
-func (d Deps) readOptions(ctx context.Context, stream string) engine.ReadOptions {
+func (d Deps) ReadOptions(ctx context.Context, stream string) engine.ReadOptions {
 	r := engine.ReadOptions{Level: engine.Linearizable}
 	if d.Surface == Seat {
 		r.MinPosition = seatFloor(ctx, stream)
@@ -87,10 +71,10 @@ func (d Deps) readOptions(ctx context.Context, stream string) engine.ReadOptions
 // call (the tool and its arguments but op_id), and the op_id the caller
 // brought back, or none (the engine mints a fresh one, sealed to the call).
 // On the seat surface the id derives from the turn instead.
-func (d Deps) writeOptions(ctx context.Context, tool string, a args) (engine.WriteOptions, error) {
+func (d Deps) writeOptions(ctx context.Context, tool string, a Args) (engine.WriteOptions, error) {
 	call := make(map[string]any, len(a))
 	for k, v := range a {
-		if k != argOpID {
+		if k != ArgOpID {
 			call[k] = v
 		}
 	}
@@ -98,8 +82,8 @@ func (d Deps) writeOptions(ctx context.Context, tool string, a args) (engine.Wri
 	if d.Surface == Seat {
 		return d.seatWrite(ctx, tool, w)
 	}
-	if d.takesOpID() {
-		w.OpID = a.str(argOpID)
+	if d.TakesOpID() {
+		w.OpID = a.Str(ArgOpID)
 	}
 	return w, nil
 }
@@ -107,8 +91,8 @@ func (d Deps) writeOptions(ctx context.Context, tool string, a args) (engine.Wri
 // Constructor builds one tool: its definition and its handler.
 type Constructor func(Deps) (mcp.Tool, server.ToolHandlerFunc)
 
-// Entry is one tool of the catalogue: how to build it, and what decides
-// the toolsets it is in.
+// Entry is one tool of a toolset: how to build it, and what decides the
+// surfaces it is on.
 type Entry struct {
 	Build Constructor
 	// Read says the tool changes nothing: it is in the read-only toolset.
@@ -116,19 +100,11 @@ type Entry struct {
 	// OperatorOnly keeps the tool off the seat surface (purges, node
 	// gates, the replication answer).
 	OperatorOnly bool
-	// Needs says whether d has the service the tool calls.
-	Needs func(d Deps) bool
-	// Toolset is the group --toolsets names the tool by (ToolsetTracker,
-	// ToolsetKB, ToolsetFleet).
-	Toolset string
+	// Needs says whether the service the toolset is bound to does what
+	// the tool calls (an optional part of it); nil: it does. Definitions
+	// do not ask.
+	Needs func() bool
 }
-
-// catalogue is every tool once, each domain's entries registered by its
-// own tools file (register, from an init).
-var catalogue []Entry
-
-// register adds a domain's tools to the catalogue.
-func register(entries ...Entry) { catalogue = append(catalogue, entries...) }
 
 // offers reports whether surface s offers tool e.
 func (s Surface) offers(e Entry) bool {
@@ -144,33 +120,34 @@ func (s Surface) offers(e Entry) bool {
 }
 
 // Set builds the tools of one surface: the catalogue's entries the surface
-// offers whose services d has. A Deps that names no surface is a wiring
-// mistake, never the operator's toolset.
-func Set(d Deps) []server.ServerTool {
+// offers and its filter keeps, whose service does what they call. A Deps
+// that names no surface is a wiring mistake, never the operator's toolset.
+func (c Catalogue) Set(d Deps) []server.ServerTool {
 	mustSurface(d.Surface)
 	var out []server.ServerTool
-	for _, e := range catalogue {
-		if d.Surface.offers(e) && d.Filter.keeps(e) && e.Needs(d) {
-			t, h := e.Build(d)
-			out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, h)})
+	for _, ts := range c {
+		for _, e := range ts.Entries {
+			if d.Surface.offers(e) && d.Filter.Keeps(ts.Name, e.Read) && (e.Needs == nil || e.Needs()) {
+				t, h := e.Build(d)
+				out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, h)})
+			}
 		}
 	}
 	return out
 }
 
-// Definitions are the tools of a surface with every domain, without
-// their handlers: what a node without the data role offers, sending each
-// call on to a data node.
-func Definitions(s Surface) []mcp.Tool { return FilteredDefinitions(s, Filter{}) }
-
-// FilteredDefinitions are Definitions narrowed by f.
-func FilteredDefinitions(s Surface, f Filter) []mcp.Tool {
+// Definitions are the tools of a surface, narrowed by f, without their
+// handlers: what a node without the data role offers, sending each call
+// on to a data node (build its catalogue over no service).
+func (c Catalogue) Definitions(s Surface, f Filter) []mcp.Tool {
 	mustSurface(s)
 	var out []mcp.Tool
-	for _, e := range catalogue {
-		if s.offers(e) && f.keeps(e) {
-			t, _ := e.Build(Deps{Surface: s})
-			out = append(out, s.annotate(t, e))
+	for _, ts := range c {
+		for _, e := range ts.Entries {
+			if s.offers(e) && f.Keeps(ts.Name, e.Read) {
+				t, _ := e.Build(Deps{Surface: s})
+				out = append(out, s.annotate(t, e))
+			}
 		}
 	}
 	return out

@@ -17,24 +17,24 @@ import (
 // U+FFFD), and no control characters, where long text may still hold line
 // breaks and tabs. A NUL byte reaching SQLite ends a statement's text
 // early: without this check a search for one answered internal.
-func checkText(p param, raw json.RawMessage, s string) *engine.Refusal {
-	if p.maxBytes > 0 && len(s) > p.maxBytes {
-		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %d bytes; at most %d are allowed. Shorten it and call again.", p.name, len(s), p.maxBytes)
+func checkText(p Param, raw json.RawMessage, s string) *engine.Refusal {
+	if p.MaxBytes > 0 && len(s) > p.MaxBytes {
+		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is %d bytes; at most %d are allowed. Shorten it and call again.", p.Name, len(s), p.MaxBytes)
 	}
 	if !utf8.Valid(raw) || !utf8.ValidString(s) || loneSurrogate(raw) {
-		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is not valid UTF-8 text. Pass it as plain text.", p.name)
+		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q is not valid UTF-8 text. Pass it as plain text.", p.Name)
 	}
 	for i, r := range s {
-		if !unicode.IsControl(r) || p.long && (r == '\n' || r == '\r' || r == '\t') {
+		if !unicode.IsControl(r) || p.Long && (r == '\n' || r == '\r' || r == '\t') {
 			continue
 		}
 		if r == 0 {
-			return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds a NUL byte (at byte %d). Pass plain text without it.", p.name, i)
+			return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds a NUL byte (at byte %d). Pass plain text without it.", p.Name, i)
 		}
-		if p.long {
-			return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds the control character U+%04X at byte %d. Text may hold line breaks and tabs but no other control characters; remove it and call again.", p.name, r, i)
+		if p.Long {
+			return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds the control character U+%04X at byte %d. Text may hold line breaks and tabs but no other control characters; remove it and call again.", p.Name, r, i)
 		}
-		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds the control character U+%04X at byte %d. It is one line of plain text: no line breaks, tabs or other control characters; remove it and call again.", p.name, r, i)
+		return engine.Refuse(engine.CodeInvalidArgument, "Argument %q holds the control character U+%04X at byte %d. It is one line of plain text: no line breaks, tabs or other control characters; remove it and call again.", p.Name, r, i)
 	}
 	return nil
 }
@@ -85,10 +85,10 @@ func hex4(raw json.RawMessage, at int) (rune, bool) {
 // maxQuoted is how much of the caller's input a refusal quotes back.
 const maxQuoted = 64
 
-// quote is s quoted for a refusal sentence, cut to its first 64 bytes
+// Quote is s quoted for a refusal sentence, cut to its first 64 bytes
 // (on a character boundary) and an ellipsis: a refusal names what it
 // refuses, and must never echo megabytes of input back.
-func quote(s string) string {
+func Quote(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)
 	}

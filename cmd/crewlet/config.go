@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crewlet/crewlet/domains"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crewlet/crewlet/engine"
@@ -337,7 +339,7 @@ func (c *Config) Validate() error {
 // section prefix (stream.: each log's ceiling), without the prefix.
 func domainKeys(prefix string) []string {
 	var out []string
-	for _, sp := range node.Builtin() {
+	for _, sp := range domains.Builtin().Specs() {
 		if key, ok := strings.CutPrefix(sp.CeilingKey, prefix); ok && sp.CeilingKey != "" {
 			out = append(out, key)
 		}

@@ -16,8 +16,12 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crewlet/crewlet/domains"
 	"github.com/crewlet/crewlet/internal/mcptest"
+	"github.com/crewlet/crewlet/surfaces"
 	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/kbtools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // started listens for c's notifications, starts it (closed when the test
@@ -139,8 +143,8 @@ func TestToolFilters(t *testing.T) {
 	t.Parallel()
 	bin := BuildBinary(t)
 	c := StdioClient(t, "mcp", "--data", filepath.Join(t.TempDir(), "data"), "--toolsets", "kb", "--read-only")
-	want := sortedNames(tools.FilteredDefinitions(tools.Operator, tools.Filter{Toolsets: []string{tools.ToolsetKB}, ReadOnly: true}))
-	if got := toolList(t, c); !slices.Equal(got, want) || !slices.Contains(got, tools.NameGetPage) {
+	want := sortedNames(surfaces.Catalogue(domains.Builtin()).Definitions(tools.Operator, tools.Filter{Toolsets: []string{kbtools.Name}, ReadOnly: true}))
+	if got := toolList(t, c); !slices.Equal(got, want) || !slices.Contains(got, kbtools.NameGetPage) {
 		t.Errorf("crewlet mcp --toolsets kb --read-only offers %v, want %v", got, want)
 	}
 
@@ -149,12 +153,12 @@ func TestToolFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := StartServe(t, filepath.Join(t.TempDir(), "data"), "--config", cfg, "--toolsets", "tracker", "--read-only")
-	f := tools.Filter{Toolsets: []string{tools.ToolsetTracker}, ReadOnly: true}
-	if got, want := toolList(t, s.HTTPClient(t)), sortedNames(tools.FilteredDefinitions(tools.Operator, f)); !slices.Equal(got, want) {
+	f := tools.Filter{Toolsets: []string{trackertools.Name}, ReadOnly: true}
+	if got, want := toolList(t, s.HTTPClient(t)), sortedNames(surfaces.Catalogue(domains.Builtin()).Definitions(tools.Operator, f)); !slices.Equal(got, want) {
 		t.Errorf("serve --toolsets tracker --read-only: operator offers %v, want %v", got, want)
 	}
 	seat := streamableClient(t, s.BaseURL+"/seat/mcp", seatHeaders(s, "filters"))
-	if got, want := toolList(t, seat), sortedNames(tools.FilteredDefinitions(tools.Seat, f)); !slices.Equal(got, want) || slices.Contains(got, tools.NameCreateWorkItem) {
+	if got, want := toolList(t, seat), sortedNames(surfaces.Catalogue(domains.Builtin()).Definitions(tools.Seat, f)); !slices.Equal(got, want) || slices.Contains(got, trackertools.NameCreateWorkItem) {
 		t.Errorf("serve --toolsets tracker --read-only: seat offers %v, want %v", got, want)
 	}
 

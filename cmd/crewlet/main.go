@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crewlet/crewlet/domains"
+
 	"github.com/crewlet/crewlet/engine"
 )
 
@@ -79,9 +81,21 @@ type Main struct {
 	Stdout io.Writer
 	Stderr *os.File
 
+	// Domains are the domains the node runs and serves; nil: the
+	// build's (domains.Builtin). A test adds one of its own here.
+	Domains domains.Registry
+
 	// jsonLog is the logger of a command that logs JSON, once it has
 	// one: its failure is then a log line too, not a line of text.
 	jsonLog *slog.Logger
+}
+
+// registry is the domains the commands run.
+func (m *Main) registry() domains.Registry {
+	if m.Domains == nil {
+		return domains.Builtin()
+	}
+	return m.Domains
 }
 
 // logsTo records the command's logger; a JSON one also takes the

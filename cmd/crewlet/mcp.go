@@ -15,6 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/surfaces"
 	"github.com/crewlet/crewlet/tools"
 )
 
@@ -183,12 +184,14 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 				logger.Warn("remote close failed", engine.LogErr, err)
 			}
 		}()
-		mcp.Narrow(srv, o.Filter)
+		mcp.Narrow(srv, surfaces.Catalogue(c.registry()), o.Filter)
 		logger.Info("serving MCP on stdio", "node_url", o.NodeURL, "toolsets", o.Filter.String())
 		return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 	}
 
+	reg := c.registry()
 	cfg := o.Config.NodeConfig(o.DataDir)
+	cfg.Domains = reg.Specs()
 	cfg.Logger = logger
 	cfg.Holder = "crewlet mcp (stdio)"
 	n, err := node.Open(ctx, cfg)
@@ -202,11 +205,10 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 			logger.Error("node close failed", engine.LogErr, err)
 		}
 	}()
-	services := []any{n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()}
-	srv := mcp.New(mcp.Options{Version: Version(), Logger: logger, Filter: o.Filter, Applied: n, Logs: relay}, services...)
+	srv := surfaces.Operator(n, reg, mcp.Options{Version: Version(), Logger: logger, Filter: o.Filter, Applied: n, Logs: relay})
 	// A data node serves the estate to nodes without data whatever its
 	// surface, every tool whatever its filter.
-	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, services...))); err != nil {
+	if err := surfaces.ServeEstate(n, reg, mcp.Options{Version: Version(), Logger: logger}); err != nil {
 		return err
 	}
 	logger.Info("serving MCP on stdio", "node", n.Name(), "data", o.DataDir, "toolsets", o.Filter.String())
@@ -222,8 +224,9 @@ func (c *MCPCommand) runJoined(ctx context.Context, o mcpOptions, logger *slog.L
 		return fmt.Errorf("--join: %w; check the URL and the token (stream.client.token)", err)
 	}
 	defer es.Close()
-	srv := mcp.NewJoinedServer(es, Version(), logger)
-	mcp.Narrow(srv, o.Filter)
+	all := surfaces.Catalogue(c.registry())
+	srv := mcp.NewJoinedServer(es, all, Version(), logger)
+	mcp.Narrow(srv, all, o.Filter)
 	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","), "toolsets", o.Filter.String())
 	return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 }

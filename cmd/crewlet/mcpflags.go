@@ -4,6 +4,9 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/crewlet/crewlet/domains"
+	"github.com/crewlet/crewlet/surfaces"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/tools"
 )
@@ -20,7 +23,7 @@ type MCPSection struct {
 // Filter is the section as a tools.Filter, or the ConfigError naming
 // an unknown toolset.
 func (m MCPSection) Filter() (tools.Filter, error) {
-	sets, err := tools.ParseToolsets(strings.Join(m.Toolsets, ","))
+	sets, err := surfaces.Catalogue(domains.Builtin()).ParseToolsets(strings.Join(m.Toolsets, ","))
 	if err != nil {
 		return tools.Filter{}, &ConfigError{Field: "mcp.toolsets", Value: strings.Join(m.Toolsets, ","), Reason: reason(err)}
 	}
@@ -45,7 +48,7 @@ type filterFlags struct {
 func addFilterFlags(fs *flag.FlagSet) filterFlags {
 	return filterFlags{
 		fs:       fs,
-		toolsets: fs.String("toolsets", "", "offer only these `toolsets`, comma-separated: "+strings.Join(tools.Toolsets, ", ")+" or all (default mcp.toolsets, else all)"),
+		toolsets: fs.String("toolsets", "", "offer only these `toolsets`, comma-separated: "+strings.Join(surfaces.Catalogue(domains.Builtin()).Names(), ", ")+" or all (default mcp.toolsets, else all)"),
 		readOnly: fs.Bool("read-only", false, "offer only the tools that change nothing (default mcp.read_only)"),
 	}
 }

@@ -14,13 +14,13 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
-	"github.com/crewlet/crewlet/engine/rest/restclient"
 	"github.com/crewlet/crewlet/internal/httpedge"
+	"github.com/crewlet/crewlet/internal/opclient"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
 // RetentionCommand is `crewlet retention`: replication answers and
-// operations on a running node (through restclient), with the operator
+// operations on a running node (through opclient), with the operator
 // token. Each subcommand lives in its own file and registers itself in
 // retentionSubcommands.
 type RetentionCommand struct {
@@ -84,7 +84,7 @@ func addNodeFlags(fs *flag.FlagSet) nodeFlags {
 
 // client finds the operator token and returns a client of the node; what
 // names the subcommand in the messages.
-func (f nodeFlags) client(what string) (*restclient.Client, error) {
+func (f nodeFlags) client(what string) (*opclient.Client, error) {
 	tok, found, err := token.Find(*f.tokenFile, token.EnvOperator, *f.dataDir)
 	var fe *token.FileError
 	switch {
@@ -97,13 +97,13 @@ func (f nodeFlags) client(what string) (*restclient.Client, error) {
 	case !found:
 		return nil, usageErrorf("%s needs the operator token: --token-file FILE, $%s, or --data DIR (reads DIR/%s)", what, token.EnvOperator, token.FileName)
 	}
-	return restclient.New(*f.nodeURL, tok), nil
+	return opclient.New(*f.nodeURL, tok), nil
 }
 
 // failed words an error of a call to the node: a bad URL is a usage
 // mistake, a refusal names its code.
 func (f nodeFlags) failed(what string, err error) error {
-	var ue *restclient.URLError
+	var ue *opclient.URLError
 	if errors.As(err, &ue) {
 		return usageErrorf("--node %q: %v", *f.nodeURL, ue.Err)
 	}

@@ -8,17 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/operator"
-	"github.com/crewlet/crewlet/engine/rest"
-	"github.com/crewlet/crewlet/engine/snapshot"
-	"github.com/crewlet/crewlet/internal/dashboard"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/surfaces"
 )
 
 // ServeCommand is `crewlet serve`: one node and its HTTP surfaces.
@@ -111,7 +107,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	addr := ln.Addr().String()
 	mcpURL := "http://" + addr + "/operator/mcp"
 
+	reg := c.registry()
 	cfg := o.Config.NodeConfig(o.DataDir)
+	cfg.Domains = reg.Specs()
 	cfg.Logger = logger
 	cfg.Holder = "crewlet serve, operator MCP at " + mcpURL
 	n, err := node.Open(ctx, cfg)
@@ -129,24 +127,23 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 
-	opts := mcp.HTTPOptions{
+	opts := httpedge.GuardOptions{
 		Token:        tok,
 		AllowedHosts: o.HTTP.Hosts(ln.Addr()),
 		Logger:       logger,
 	}
 	// Validated in parse.
 	filter, _ := o.Config.MCP.Filter()
-	mo := mcp.Options{Version: Version(), Logger: logger, Filter: filter, Applied: n, Logs: relay}
-	srv := mcp.New(mo, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention(), n.Metrics())
+	mo := mcp.Options{Version: Version(), Logger: logger, Filter: filter, Applied: n, Logs: relay, Calls: n.Metrics()}
+	srv := surfaces.Operator(n, reg, mo)
 	// Nodes without the data role reach the estate through this node
 	// while its copy is in service, over the broker's client port or a
-	// peer's.
-	// The estate answers nodes without data, which narrow their own
-	// surfaces: it offers every tool whatever this node's filter.
-	if err := n.ServeEstate(mcp.EstateHandler(mcp.NewServer(Version(), logger, n.Tracker(), n.Pages(), n.NodeGates(), n.Retention()))); err != nil {
+	// peer's. The estate answers nodes without data, which narrow their
+	// own surfaces: it offers every tool whatever this node's filter.
+	if err := surfaces.ServeEstate(n, reg, mcp.Options{Version: Version(), Logger: logger}); err != nil {
 		return err
 	}
-	root := routes(n, mcp.OperatorHandler(srv, opts), opts, mo)
+	root := surfaces.HTTP(n, reg, mcp.OperatorHandler(srv, logger), httpedge.NewGuard(opts), mo)
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()
@@ -170,54 +167,6 @@ func connectionLimit(configured int, logger *slog.Logger) (int, error) {
 			"reason", "the default does not fit under this process's open-file limit beside the broker and the store; raise the limit (ulimit -n) to serve more")
 	}
 	return maxConns, nil
-}
-
-// routes is the node's HTTP surface: the operator MCP (operatorMCP) and
-// the seat MCP, the REST reads and the operator routes behind the guard
-// (token, origin), and the health checks, which want no token.
-func routes(n *node.Node, operatorMCP http.Handler, opts mcp.HTTPOptions, mo mcp.Options) http.Handler {
-	logger := mo.Logger
-	api := http.NewServeMux()
-	api.Handle("/operator/mcp", operatorMCP)
-	api.Handle("/seat/mcp", mcp.SeatHandler(mcp.NewSeat(n.Units(), mo, n.Tracker(), n.Pages(), n.Metrics()), opts))
-	api.Handle("GET /metrics", n.MetricsHandler())
-	api.Handle("/api/v1/", rest.Handler(rest.Config{Routes: rest.RoutesOf(append(n.Services(), n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()}, n.BackupProgress())...), Logger: logger}))
-	snapshot.Mount(api, n, logger)
-	operator.Mount(api, operator.Config{Routes: append(operator.RoutesOf(n.Services()...), operator.NodeGateRoutes(n.NodeGates())...), Logger: logger})
-	operator.MountCapacity(api, n, logger)
-	root := http.NewServeMux()
-	// The health checks want no token: /healthz says the process
-	// answers, /readyz that the node serves.
-	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok"))
-	})
-	root.Handle("/readyz", httpedge.Ready(n.Unready))
-	// The dashboard's page and assets carry no data and are what a browser
-	// loads before it has the token: Host and Origin rules only.
-	ui := mcp.HostGuard(opts, dashboard.Handler())
-	root.Handle("GET /{$}", ui)
-	root.Handle("GET /ui/", ui)
-	root.Handle("/", n.Metrics().CountRefusals(surfaceOf, mcp.Guard(opts, api)))
-	return root
-}
-
-// surfaceOf names the surface an HTTP request is on, for the refusals
-// counted by surface: the MCP routes' own (a tool's refusal is counted by
-// the toolset; what is counted here is the guard's), the REST read path,
-// the operator's write routes, the metrics.
-func surfaceOf(r *http.Request) string {
-	switch {
-	case r.URL.Path == "/operator/mcp":
-		return "operator"
-	case r.URL.Path == "/seat/mcp":
-		return "seat"
-	case strings.HasPrefix(r.URL.Path, "/api/") && r.Method == http.MethodGet:
-		return "rest"
-	case strings.HasPrefix(r.URL.Path, "/api/"):
-		return "operator_routes"
-	}
-	return "http"
 }
 
 // announce logs the serving line: where the operator MCP is, where its

@@ -37,9 +37,14 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/crewlet/crewlet/domains"
 	"github.com/crewlet/crewlet/internal/mcptest"
 	"github.com/crewlet/crewlet/mcp"
+	"github.com/crewlet/crewlet/surfaces"
 	"github.com/crewlet/crewlet/tools"
+	"github.com/crewlet/crewlet/tools/fleettools"
+	"github.com/crewlet/crewlet/tools/kbtools"
+	"github.com/crewlet/crewlet/tools/trackertools"
 )
 
 // harnessDir holds harness.mjs, its package.json and the committed
@@ -82,74 +87,74 @@ func steps() []step {
 	save := func(st step, save map[string]string) step { st.Save = save; return st }
 	none := "${P}-999"
 	return slices.Concat(append([]step{
-		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
-		s(tools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
-		s(tools.NameListProjects, map[string]any{}, expectOK),
-		s(tools.NameListProjects, map[string]any{"colour": "red"}, "invalid_argument"),
-		s(tools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha again"}, "already_exists"),
+		s(trackertools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
+		s(trackertools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
+		s(trackertools.NameListProjects, map[string]any{}, expectOK),
+		s(trackertools.NameListProjects, map[string]any{"colour": "red"}, "invalid_argument"),
+		s(trackertools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha again"}, "already_exists"),
 		// The answer's text is the whole answer: description, tags and all.
-		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "First of ${P}",
+		s(trackertools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "First of ${P}",
 			"description": "Line one\nline two: émoji 😀, <b>markup</b> & \"quotes\"\n\tindented", "tags": []any{"bug", "ui"}}, expectOK),
-		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Second of ${P}"}, expectOK),
-		s(tools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Third of ${P}", "parent": "${P}-1"}, expectOK),
-		s(tools.NameCreateWorkItem, map[string]any{"project": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
-		save(s(tools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK), map[string]string{"V": "item.version"}),
-		s(tools.NameGetWorkItem, map[string]any{"key": none}, "not_found"),
-		s(tools.NameListWorkItems, map[string]any{"project": "${P}"}, expectOK),
-		s(tools.NameListWorkItems, map[string]any{"project": "${P}", "limit": 0}, "invalid_argument"),
-		s(tools.NameListTags, map[string]any{"project": "${P}"}, expectOK),
-		s(tools.NameListTags, map[string]any{"project": "p"}, "invalid_argument"),
-		s(tools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
+		s(trackertools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Second of ${P}"}, expectOK),
+		s(trackertools.NameCreateWorkItem, map[string]any{"project": "${P}", "title": "Third of ${P}", "parent": "${P}-1"}, expectOK),
+		s(trackertools.NameCreateWorkItem, map[string]any{"project": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
+		save(s(trackertools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK), map[string]string{"V": "item.version"}),
+		s(trackertools.NameGetWorkItem, map[string]any{"key": none}, "not_found"),
+		s(trackertools.NameListWorkItems, map[string]any{"project": "${P}"}, expectOK),
+		s(trackertools.NameListWorkItems, map[string]any{"project": "${P}", "limit": 0}, "invalid_argument"),
+		s(trackertools.NameListTags, map[string]any{"project": "${P}"}, expectOK),
+		s(trackertools.NameListTags, map[string]any{"project": "p"}, "invalid_argument"),
+		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
 		// A NUL byte in a query answered internal once (an SQL error).
-		s(tools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),
-		s(tools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "First of ${P}, renamed"}, expectOK),
-		s(tools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK),
-		s(tools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "A lost update"}, "stale"),
-		s(tools.NameCommentOnWorkItem, map[string]any{"key": "${P}-1", "body": "Looks good.\nShip it."}, expectOK),
-		s(tools.NameCommentOnWorkItem, map[string]any{"key": none, "body": "Nobody reads this."}, "not_found"),
-		s(tools.NameMoveWorkItem, map[string]any{"key": "${P}-3", "project": "${Q}"}, expectOK),
-		s(tools.NameMoveWorkItem, map[string]any{"key": none, "project": "${Q}"}, "not_found"),
-		s(tools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-2"}}, expectOK),
-		s(tools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-1"}}, "invalid_argument"),
-		s(tools.NameTrashWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
-		s(tools.NameTrashWorkItem, map[string]any{"key": none}, "not_found"),
-		s(tools.NameListWorkItems, map[string]any{"project": "${P}", "status": "open"}, expectOK),
-		s(tools.NameRestoreWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
-		s(tools.NameRestoreWorkItem, map[string]any{"key": none}, "not_found"),
-		op(s(tools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, expectOK)),
-		op(s(tools.NameGetWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
-		op(s(tools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
+		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),
+		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "First of ${P}, renamed"}, expectOK),
+		s(trackertools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK),
+		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "A lost update"}, "stale"),
+		s(trackertools.NameCommentOnWorkItem, map[string]any{"key": "${P}-1", "body": "Looks good.\nShip it."}, expectOK),
+		s(trackertools.NameCommentOnWorkItem, map[string]any{"key": none, "body": "Nobody reads this."}, "not_found"),
+		s(trackertools.NameMoveWorkItem, map[string]any{"key": "${P}-3", "project": "${Q}"}, expectOK),
+		s(trackertools.NameMoveWorkItem, map[string]any{"key": none, "project": "${Q}"}, "not_found"),
+		s(trackertools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-2"}}, expectOK),
+		s(trackertools.NameMergeWorkItems, map[string]any{"into": "${P}-1", "duplicates": []any{"${P}-1"}}, "invalid_argument"),
+		s(trackertools.NameTrashWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
+		s(trackertools.NameTrashWorkItem, map[string]any{"key": none}, "not_found"),
+		s(trackertools.NameListWorkItems, map[string]any{"project": "${P}", "status": "open"}, expectOK),
+		s(trackertools.NameRestoreWorkItem, map[string]any{"key": "${P}-2"}, expectOK),
+		s(trackertools.NameRestoreWorkItem, map[string]any{"key": none}, "not_found"),
+		op(s(trackertools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, expectOK)),
+		op(s(trackertools.NameGetWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
+		op(s(trackertools.NamePurgeWorkItem, map[string]any{"key": "${P}-2"}, "deleted")),
 
-		s(tools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}"}, expectOK),
-		s(tools.NameListSpaces, map[string]any{}, expectOK),
-		s(tools.NameListSpaces, map[string]any{"space": "${S}"}, "invalid_argument"),
-		s(tools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs again"}, "already_exists"),
-		s(tools.NameUpdateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}, renamed"}, expectOK),
-		s(tools.NameUpdateSpace, map[string]any{"key": "${S}", "if_match": 999999, "name": "A lost rename"}, "stale"),
-		s(tools.NameCreatePage, map[string]any{"space": "${S}", "title": "Runbook", "body": "Restart node-3 with care.\n\n- drain\n- restart"}, expectOK),
-		s(tools.NameCreatePage, map[string]any{"space": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
-		save(s(tools.NameListPages, map[string]any{"space": "${S}"}, expectOK), map[string]string{"PAGE": "pages.0.id"}),
-		s(tools.NameListPages, map[string]any{"space": "${S}", "limit": 0}, "invalid_argument"),
-		save(s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK), map[string]string{"PV": "page.version"}),
-		s(tools.NameGetPage, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
-		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "Restart node-3 only after draining it."}, expectOK),
-		s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK),
-		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "A lost edit"}, "stale"),
-		s(tools.NameSearchKnowledge, map[string]any{"query": "Restart"}, expectOK),
-		s(tools.NameSearchKnowledge, map[string]any{"query": "()"}, "invalid_argument"),
+		s(kbtools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}"}, expectOK),
+		s(kbtools.NameListSpaces, map[string]any{}, expectOK),
+		s(kbtools.NameListSpaces, map[string]any{"space": "${S}"}, "invalid_argument"),
+		s(kbtools.NameCreateSpace, map[string]any{"key": "${S}", "name": "Docs again"}, "already_exists"),
+		s(kbtools.NameUpdateSpace, map[string]any{"key": "${S}", "name": "Docs ${S}, renamed"}, expectOK),
+		s(kbtools.NameUpdateSpace, map[string]any{"key": "${S}", "if_match": 999999, "name": "A lost rename"}, "stale"),
+		s(kbtools.NameCreatePage, map[string]any{"space": "${S}", "title": "Runbook", "body": "Restart node-3 with care.\n\n- drain\n- restart"}, expectOK),
+		s(kbtools.NameCreatePage, map[string]any{"space": "${NOPROJECT}", "title": "Nowhere"}, "not_found"),
+		save(s(kbtools.NameListPages, map[string]any{"space": "${S}"}, expectOK), map[string]string{"PAGE": "pages.0.id"}),
+		s(kbtools.NameListPages, map[string]any{"space": "${S}", "limit": 0}, "invalid_argument"),
+		save(s(kbtools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK), map[string]string{"PV": "page.version"}),
+		s(kbtools.NameGetPage, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
+		s(kbtools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "Restart node-3 only after draining it."}, expectOK),
+		s(kbtools.NameGetPage, map[string]any{"id": "${PAGE}"}, expectOK),
+		s(kbtools.NameUpdatePage, map[string]any{"id": "${PAGE}", "if_match": "${PV}", "body": "A lost edit"}, "stale"),
+		s(kbtools.NameSearchKnowledge, map[string]any{"query": "Restart"}, expectOK),
+		s(kbtools.NameSearchKnowledge, map[string]any{"query": "()"}, "invalid_argument"),
 	}, kbLifeSteps()...), []step{
-		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, expectOK)),
-		op(s(tools.NameGetPage, map[string]any{"id": "${PAGE}"}, "deleted")),
-		op(s(tools.NamePurgePage, map[string]any{"id": "${PAGE}"}, "deleted")),
+		op(s(kbtools.NamePurgePage, map[string]any{"id": "${PAGE}"}, expectOK)),
+		op(s(kbtools.NameGetPage, map[string]any{"id": "${PAGE}"}, "deleted")),
+		op(s(kbtools.NamePurgePage, map[string]any{"id": "${PAGE}"}, "deleted")),
 
-		op(s(tools.NameRetentionStatus, map[string]any{}, expectOK)),
-		op(s(tools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument")),
+		op(s(fleettools.NameRetentionStatus, map[string]any{}, expectOK)),
+		op(s(fleettools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument")),
 		// A name no node has: the gate is written all the same, and
 		// touches nobody here.
-		op(s(tools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
-		op(s(tools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
-		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
-		op(s(tools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
+		op(s(fleettools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
+		op(s(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
+		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
+		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
 	}, lifeSteps())
 }
 
@@ -160,16 +165,16 @@ func kbLifeSteps() []step {
 		return step{Tool: tool, Args: args, Expect: expect}
 	}
 	return []step{
-		s(tools.NameGetSpace, map[string]any{"key": "${S}"}, expectOK),
-		s(tools.NameGetSpace, map[string]any{"key": "${NOPROJECT}"}, "not_found"),
-		s(tools.NameGetPage, map[string]any{"title": "Runbook", "space": "${S}"}, expectOK),
-		s(tools.NameListPageVersions, map[string]any{"id": "${PAGE}", "limit": 1}, expectOK),
-		s(tools.NameListPageVersions, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
-		{Tool: tools.NameCommentOnPage, Args: map[string]any{"id": "${PAGE}", "body": "Needs a diagram."}, Expect: expectOK, Save: map[string]string{"CM": "comment.id"}},
-		s(tools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "comment_id": "${CM}", "delete": true}, expectOK),
-		s(tools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "delete": true}, "invalid_argument"),
-		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": true}, expectOK),
-		s(tools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": false}, expectOK),
+		s(kbtools.NameGetSpace, map[string]any{"key": "${S}"}, expectOK),
+		s(kbtools.NameGetSpace, map[string]any{"key": "${NOPROJECT}"}, "not_found"),
+		s(kbtools.NameGetPage, map[string]any{"title": "Runbook", "space": "${S}"}, expectOK),
+		s(kbtools.NameListPageVersions, map[string]any{"id": "${PAGE}", "limit": 1}, expectOK),
+		s(kbtools.NameListPageVersions, map[string]any{"id": "pg_00000000000000000000000000000000"}, "not_found"),
+		{Tool: kbtools.NameCommentOnPage, Args: map[string]any{"id": "${PAGE}", "body": "Needs a diagram."}, Expect: expectOK, Save: map[string]string{"CM": "comment.id"}},
+		s(kbtools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "comment_id": "${CM}", "delete": true}, expectOK),
+		s(kbtools.NameCommentOnPage, map[string]any{"id": "${PAGE}", "delete": true}, "invalid_argument"),
+		s(kbtools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": true}, expectOK),
+		s(kbtools.NameUpdatePage, map[string]any{"id": "${PAGE}", "trashed": false}, expectOK),
 	}
 }
 
@@ -347,7 +352,7 @@ func rawBytesRefused(t *testing.T, s *Serve) {
 // toolNames are the tools a surface of a data node offers.
 func toolNames(s tools.Surface) []string {
 	var names []string
-	for _, d := range tools.Definitions(s) {
+	for _, d := range surfaces.Catalogue(domains.Builtin()).Definitions(s, tools.Filter{}) {
 		names = append(names, d.Name)
 	}
 	slices.Sort(names)

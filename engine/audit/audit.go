@@ -9,6 +9,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"net/http"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/rest"
@@ -51,9 +52,9 @@ func (t *Trail) List(ctx context.Context, limit int) (Answer, error) {
 	return a, err
 }
 
-// ReadRoutes is GET /api/v1/audit?limit=N.
-func (t *Trail) ReadRoutes() []rest.Route {
-	return []rest.Route{{Pattern: "/api/v1/audit", Keys: []string{"limit"}, Serve: func(ctx context.Context, q *rest.Query) (any, error) {
+// Routes is GET /api/v1/audit?limit=N.
+func (t *Trail) Routes() []rest.Route {
+	return []rest.Route{{Method: http.MethodGet, Pattern: "/api/v1/audit", Keys: []string{"limit"}, Serve: func(ctx context.Context, q *rest.Query) (any, error) {
 		limit, err := q.Int("limit", 1, MaxLimit, DefaultLimit)
 		if err != nil {
 			return nil, err

@@ -1,5 +1,7 @@
 package capacity
 
+import "net/url"
+
 // Change is what crewlet retention set-capacity answers: the log, its
 // ceiling before and now, the bytes it held, and the ceiling its
 // ordinary appends are held to now (a sixteenth short on a log keeping
@@ -20,3 +22,9 @@ type Change struct {
 	AuditOutcome  string `json:"audit_outcome,omitempty"`
 	AuditPosition string `json:"audit_position,omitempty"`
 }
+
+// Path is the route of crewlet retention set-capacity, {log} being the
+// domain (tracker) or its stream; the ceiling is ?max_bytes=N. It takes
+// no op_id: setting a ceiling to a number is the same change however
+// often it is sent.
+func Path(log string) string { return "/api/v1/logs/" + url.PathEscape(log) + "/capacity" }

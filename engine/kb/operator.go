@@ -2,16 +2,16 @@ package kb
 
 import (
 	"context"
+	"net/http"
 
-	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/operator"
+	"github.com/crewlet/crewlet/engine/rest"
 )
 
-// OperatorRoutes are the knowledge base's operator write routes: a
+// purgeRoutes are the knowledge base's operator write routes: a
 // page's purge.
-func (s *Service) OperatorRoutes() []operator.Route {
-	return []operator.Route{{Pattern: "POST /api/v1/pages/{id}/purge", Tool: "purge_page", Arg: "id",
-		Run: func(ctx context.Context, w engine.WriteOptions, id string) (any, error) {
-			return s.PurgePage(ctx, w, id)
+func (s *Service) purgeRoutes() []rest.Route {
+	return []rest.Route{{Method: http.MethodPost, Pattern: "/api/v1/pages/{id}/purge", OpID: &rest.OpID{Tool: "purge_page", Arg: "id"},
+		Serve: func(ctx context.Context, q *rest.Query) (any, error) {
+			return s.PurgePage(ctx, q.Write, q.Path("id"))
 		}}}
 }

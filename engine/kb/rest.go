@@ -2,22 +2,24 @@ package kb
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/crewlet/crewlet/engine/rest"
 )
 
-// ReadRoutes are the knowledge base's REST read routes: the same answers
-// as list_spaces, list_pages, get_page and search_knowledge, at the read level the grammar asks (stale
-// by default).
-func (s *Service) ReadRoutes() []rest.Route {
-	return []rest.Route{
-		{Pattern: "/api/v1/spaces", Grammar: true, Keys: []string{"include_archived", "limit", "cursor"}, Serve: s.restSpaces},
-		{Pattern: "/api/v1/spaces/{key}", Grammar: true, Serve: s.restSpace},
-		{Pattern: "/api/v1/pages/{id}/versions", Grammar: true, Keys: []string{"limit", "cursor"}, Serve: s.restVersions},
-		{Pattern: "/api/v1/pages", Grammar: true, Keys: []string{"space", "parent", "limit", "cursor"}, Serve: s.restPages},
-		{Pattern: "/api/v1/pages/{id}", Grammar: true, Serve: s.restPage},
-		{Pattern: "/api/v1/search/pages", Grammar: true, Keys: []string{"q", "space", "limit", "cursor"}, Serve: s.restSearch},
-	}
+// Routes are the knowledge base's HTTP routes: its REST read routes,
+// the same answers as list_spaces, list_pages, get_page and
+// search_knowledge at the read level the grammar asks (stale by default),
+// and a page's purge (operator.go).
+func (s *Service) Routes() []rest.Route {
+	return append([]rest.Route{
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces", Grammar: true, Keys: []string{"include_archived", "limit", "cursor"}, Serve: s.restSpaces},
+		{Method: http.MethodGet, Pattern: "/api/v1/spaces/{key}", Grammar: true, Serve: s.restSpace},
+		{Method: http.MethodGet, Pattern: "/api/v1/pages/{id}/versions", Grammar: true, Keys: []string{"limit", "cursor"}, Serve: s.restVersions},
+		{Method: http.MethodGet, Pattern: "/api/v1/pages", Grammar: true, Keys: []string{"space", "parent", "limit", "cursor"}, Serve: s.restPages},
+		{Method: http.MethodGet, Pattern: "/api/v1/pages/{id}", Grammar: true, Serve: s.restPage},
+		{Method: http.MethodGet, Pattern: "/api/v1/search/pages", Grammar: true, Keys: []string{"q", "space", "limit", "cursor"}, Serve: s.restSearch},
+	}, s.purgeRoutes()...)
 }
 
 // restSpaces is GET /api/v1/spaces?include_archived=true&limit=…&cursor=….

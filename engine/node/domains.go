@@ -8,12 +8,15 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 )
 
-// Builtin are the domains a node runs unless its Config names others:
-// one line a domain.
+// Builtin are the engine's own domains, which a node runs unless its
+// Config names others (as engine tests open one). The binary's list is
+// the registry's (package domains), which names its domains' tools too
+// and begins with these; its test holds it to that.
 func Builtin() []statelog.Spec {
 	return []statelog.Spec{
 		tracker.Spec,
@@ -26,7 +29,7 @@ type domain struct {
 	spec    statelog.Spec
 	log     *broker.Log
 	replica *statelog.Replica
-	service any
+	service rest.Router
 }
 
 // ensureStreams sizes the logs' ceilings together, creates every
@@ -91,7 +94,11 @@ func (n *Node) openReplicas(ctx context.Context) error {
 		}
 		d.replica = r
 		if d.spec.Service != nil {
-			d.service = d.spec.Service(r, cfg.Clock)
+			svc, ok := d.spec.Service(r, cfg.Clock).(rest.Router)
+			if !ok {
+				return fmt.Errorf("node: the %s domain's service declares no HTTP routes: a domain's service is a rest.Router (Routes, nil for none)", name)
+			}
+			d.service = svc
 		}
 	}
 	return nil
@@ -107,10 +114,10 @@ func (n *Node) find(d engine.Domain) *domain {
 }
 
 // Services are the domains' services, in the node's domain order: what
-// the surfaces (the tools, the REST and operator routes) are built over,
-// each taking from the list the services it knows.
-func (n *Node) Services() []any {
-	var out []any
+// the surfaces are built over (each domain's registry entry builds its
+// tools over its service), each declaring the domain's HTTP routes.
+func (n *Node) Services() []rest.Router {
+	var out []rest.Router
 	for _, d := range n.domains {
 		if d.service != nil {
 			out = append(out, d.service)
@@ -121,17 +128,18 @@ func (n *Node) Services() []any {
 
 // Tracker is the tracker's service, nil on a node that does not run it.
 func (n *Node) Tracker() *tracker.Service {
-	s, _ := n.service(engine.DomainTracker).(*tracker.Service)
+	s, _ := n.Service(engine.DomainTracker).(*tracker.Service)
 	return s
 }
 
 // Pages is the knowledge base's service, nil on a node that does not run it.
 func (n *Node) Pages() *kb.Service {
-	s, _ := n.service(engine.DomainPages).(*kb.Service)
+	s, _ := n.Service(engine.DomainPages).(*kb.Service)
 	return s
 }
 
-func (n *Node) service(d engine.Domain) any {
+// Service is domain d's service, nil on a node that does not run it.
+func (n *Node) Service(d engine.Domain) rest.Router {
 	if x := n.find(d); x != nil {
 		return x.service
 	}

@@ -73,7 +73,7 @@ func TestBackupProgressRoute(t *testing.T) {
 // progressAnswer reads the route as the REST handler serves it.
 func progressAnswer(t *testing.T, n *node.Node) snapshot.ProgressAnswer {
 	t.Helper()
-	routes := n.BackupProgress().ReadRoutes()
+	routes := n.BackupProgress().Routes()
 	if len(routes) != 1 || routes[0].Pattern != snapshot.ProgressPath {
 		t.Fatalf("routes %+v", routes)
 	}

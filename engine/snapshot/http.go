@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/rest"
 )
 
 // The operator routes of the snapshotter, beside /api/v1/retention.
@@ -44,15 +45,30 @@ type ProgressLine struct {
 // progressEvery is how often the backup route writes a progress line.
 const progressEvery = time.Second
 
-// Mount adds the routes to mux (behind whatever guards it): POST
-// BackupPath takes a snapshot into the node's repository, streaming its
-// progress; POST VerifyRestorePath answers a Report.
-func Mount(mux *http.ServeMux, op Operator, log *slog.Logger) {
+// Routes are the snapshotter's operator routes: POST BackupPath takes a
+// snapshot into the node's repository, streaming its progress; POST
+// VerifyRestorePath answers a Report. Neither reads its query.
+func Routes(op Operator, log *slog.Logger) []rest.Route {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With(engine.LogComponent, engine.ComponentHTTP)
-	mux.HandleFunc("POST "+BackupPath, func(w http.ResponseWriter, r *http.Request) {
+	return []rest.Route{
+		{Method: http.MethodPost, Pattern: BackupPath, Handler: backupHandler(op, log)},
+		{Method: http.MethodPost, Pattern: VerifyRestorePath, Unchecked: true, Serve: func(ctx context.Context, _ *rest.Query) (any, error) {
+			rep, err := op.VerifyRestore(ctx)
+			if err != nil {
+				return nil, refusalOf(ctx, VerifyRestorePath, log, err)
+			}
+			return rep, nil
+		}},
+	}
+}
+
+// backupHandler answers BackupPath with a line of progress at least every
+// progressEvery while the copy runs, then the manifest or the refusal.
+func backupHandler(op Operator, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Header().Set("Cache-Control", "no-store")
 		var mu sync.Mutex
@@ -73,30 +89,17 @@ func Mount(mux *http.ServeMux, op Operator, log *slog.Logger) {
 			}
 		})
 		if err != nil {
-			data, _ := json.Marshal(refusalOf(r, log, err).Object())
+			data, _ := json.Marshal(refusalOf(r.Context(), r.URL.Path, log, err).Object())
 			send(BackupLine{Error: data})
 			return
 		}
 		send(BackupLine{Snapshot: &m})
 	})
-	mux.HandleFunc("POST "+VerifyRestorePath, func(w http.ResponseWriter, r *http.Request) {
-		rep, err := op.VerifyRestore(r.Context())
-		status, body := http.StatusOK, any(rep)
-		if err != nil {
-			ref := refusalOf(r, log, err)
-			status, body = engine.HTTPStatus(ref.Code), ref.Object()
-		}
-		data, _ := json.Marshal(body)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(status)
-		w.Write(data)
-	})
 }
 
 // refusalOf words err for the caller: a refusal as it is, a corrupt
 // artefact as its refusal, anything else internal (and logged).
-func refusalOf(r *http.Request, log *slog.Logger, err error) *engine.Refusal {
+func refusalOf(ctx context.Context, path string, log *slog.Logger, err error) *engine.Refusal {
 	if ref, ok := engine.AsRefusal(err); ok {
 		return ref
 	}
@@ -104,7 +107,7 @@ func refusalOf(r *http.Request, log *slog.Logger, err error) *engine.Refusal {
 	if errors.As(err, &ce) {
 		return ce.Refusal()
 	}
-	log.ErrorContext(r.Context(), "http_internal_error", "path", r.URL.Path, engine.LogErr, err.Error())
+	log.ErrorContext(ctx, "http_internal_error", "path", path, engine.LogErr, err.Error())
 	return engine.Refuse(engine.CodeInternal, "the snapshot failed on the node: %v. Its log says more; try again.", err)
 }
 

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/rest"
@@ -22,9 +23,9 @@ type Snapshots struct {
 	Snapshots []Manifest `json:"snapshots"`
 }
 
-// ReadRoutes is GET /api/v1/snapshots.
-func (l Listing) ReadRoutes() []rest.Route {
-	return []rest.Route{{Pattern: "/api/v1/snapshots", Serve: func(ctx context.Context, _ *rest.Query) (any, error) {
+// Routes is GET /api/v1/snapshots.
+func (l Listing) Routes() []rest.Route {
+	return []rest.Route{{Method: http.MethodGet, Pattern: "/api/v1/snapshots", Serve: func(ctx context.Context, _ *rest.Query) (any, error) {
 		if l.Repo == nil {
 			return nil, engine.Refuse(engine.CodeNotFound, "this node keeps no snapshot repository.")
 		}

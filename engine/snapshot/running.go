@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -114,9 +115,9 @@ func (r *Running) Answer(now time.Time) ProgressAnswer {
 	return a
 }
 
-// ReadRoutes is GET ProgressPath.
-func (r *Running) ReadRoutes() []rest.Route {
-	return []rest.Route{{Pattern: ProgressPath, Serve: func(ctx context.Context, _ *rest.Query) (any, error) {
+// Routes is GET ProgressPath.
+func (r *Running) Routes() []rest.Route {
+	return []rest.Route{{Method: http.MethodGet, Pattern: ProgressPath, Serve: func(ctx context.Context, _ *rest.Query) (any, error) {
 		return r.Answer(time.Now().UTC()), nil
 	}}}
 }

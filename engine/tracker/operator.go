@@ -2,15 +2,15 @@ package tracker
 
 import (
 	"context"
+	"net/http"
 
-	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/operator"
+	"github.com/crewlet/crewlet/engine/rest"
 )
 
-// OperatorRoutes are the tracker's operator write routes: a task's purge.
-func (s *Service) OperatorRoutes() []operator.Route {
-	return []operator.Route{{Pattern: "POST /api/v1/work-items/{key}/purge", Tool: "purge_work_item", Arg: "key",
-		Run: func(ctx context.Context, w engine.WriteOptions, key string) (any, error) {
-			return s.PurgeWorkItem(ctx, w, key)
+// purgeRoutes are the tracker's operator write routes: a task's purge.
+func (s *Service) purgeRoutes() []rest.Route {
+	return []rest.Route{{Method: http.MethodPost, Pattern: "/api/v1/work-items/{key}/purge", OpID: &rest.OpID{Tool: "purge_work_item", Arg: "key"},
+		Serve: func(ctx context.Context, q *rest.Query) (any, error) {
+			return s.PurgeWorkItem(ctx, q.Write, q.Path("key"))
 		}}}
 }

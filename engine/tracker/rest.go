@@ -2,21 +2,23 @@ package tracker
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/crewlet/crewlet/engine/rest"
 )
 
-// ReadRoutes are the tracker's REST read routes: the same answers as
-// list_projects, list_work_items, get_work_item and search_work_items, and an item's history, at the read level the
-// grammar asks (stale by default).
-func (s *Service) ReadRoutes() []rest.Route {
-	return []rest.Route{
-		{Pattern: "/api/v1/projects", Grammar: true, Serve: s.restProjects},
-		{Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "tag", "priority", "type", "keys", "parent", "updated_since", "trashed", "sort", "limit", "cursor"}, Serve: s.restWorkItems},
-		{Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.restWorkItem},
-		{Pattern: "/api/v1/work-items/{key}/history", Grammar: true, Serve: s.restHistory},
-		{Pattern: "/api/v1/search/work-items", Grammar: true, Keys: []string{"q", "project", "limit", "cursor"}, Serve: s.restSearch},
-	}
+// Routes are the tracker's HTTP routes: its REST read routes, the same
+// answers as list_projects, list_work_items, get_work_item and
+// search_work_items and an item's history, at the read level the grammar
+// asks (stale by default), and a task's purge (operator.go).
+func (s *Service) Routes() []rest.Route {
+	return append([]rest.Route{
+		{Method: http.MethodGet, Pattern: "/api/v1/projects", Grammar: true, Serve: s.restProjects},
+		{Method: http.MethodGet, Pattern: "/api/v1/work-items", Grammar: true, Keys: []string{"project", "status", "assignee", "tag", "priority", "type", "keys", "parent", "updated_since", "trashed", "sort", "limit", "cursor"}, Serve: s.restWorkItems},
+		{Method: http.MethodGet, Pattern: "/api/v1/work-items/{key}", Grammar: true, Serve: s.restWorkItem},
+		{Method: http.MethodGet, Pattern: "/api/v1/work-items/{key}/history", Grammar: true, Serve: s.restHistory},
+		{Method: http.MethodGet, Pattern: "/api/v1/search/work-items", Grammar: true, Keys: []string{"q", "project", "limit", "cursor"}, Serve: s.restSearch},
+	}, s.purgeRoutes()...)
 }
 
 // restProjects is GET /api/v1/projects.

@@ -4,7 +4,7 @@
 // reads the node's REST read path (/api/v1/…) with it, at the read level
 // the operator chooses (stale by default), rendering each answer's level
 // and lag beside its rows. The caller mounts Handler behind the Host and
-// Origin rules of every other route (mcp.HostGuard); the data routes keep
+// Origin rules of every other route (httpedge.Guard.Page); the data routes keep
 // the token.
 package dashboard
 

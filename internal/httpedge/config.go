@@ -100,7 +100,7 @@ func (c Config) Unchecked() []string {
 }
 
 // Hosts is the Host allow-list of a server bound to bound, for the guard
-// (mcp.HTTPOptions.AllowedHosts): the names of the bound address, then
+// (GuardOptions.AllowedHosts): the names of the bound address, then
 // http.allowed_hosts. Loopback names on the bound port are not listed:
 // the guard always allows them.
 func (c Config) Hosts(bound net.Addr) []string {

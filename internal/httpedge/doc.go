@@ -1,9 +1,10 @@
 // Package httpedge is what every HTTP route of a node shares before any
 // route sees a request: the server's timeouts, a cap on open connections,
 // a cap on request bodies, write deadlines that move with a stream's
-// progress, and the readiness answer (/readyz). It owns the http.* block
-// of the config (Config): its rules, its defaults, and the Host names the
-// node is reached by, which the guard (mcp.Guard) admits.
+// progress, the readiness answer (/readyz) and the operator guard (Guard:
+// the bearer token, and the Host and Origin names the node is reached
+// by). It owns the http.* block of the config (Config): its rules, its
+// defaults, and the Host names the guard admits.
 //
 // The edge answers before the routes, and before the operator guard: a
 // body larger than the cap is refused whatever the caller's token, and

@@ -72,9 +72,9 @@ func startEdge(t *testing.T, l httpedge.Limits) *edge {
 	t.Helper()
 	e := &edge{log: &lockedBuffer{}, mcpgo: server.NewMCPServer("edge-test", "1")}
 	logger := slog.New(slog.NewJSONHandler(e.log, nil))
-	opts := mcp.HTTPOptions{Token: token, Logger: logger}
+	opts := httpedge.GuardOptions{Token: token, Logger: logger}
 	api := http.NewServeMux()
-	api.Handle("/operator/mcp", mcp.OperatorHandler(e.mcpgo, opts))
+	api.Handle("/operator/mcp", mcp.OperatorHandler(e.mcpgo, logger))
 	api.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil {
@@ -86,7 +86,7 @@ func startEdge(t *testing.T, l httpedge.Limits) *edge {
 	api.HandleFunc("/panic", func(http.ResponseWriter, *http.Request) { panic("edge test panics on purpose") })
 	root := http.NewServeMux()
 	root.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	root.Handle("/", mcp.Guard(opts, api))
+	root.Handle("/", httpedge.NewGuard(opts).Operator(api))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -231,17 +231,32 @@ type rule struct {
 	why  string
 }
 
+// isDomain reports whether rel is a domain's engine package.
+func isDomain(rel string) bool {
+	for _, d := range []string{"engine/tracker", "engine/kb", "engine/pages", "engine/vectors", "engine/usage"} {
+		if under(rel, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// isToolset reports whether rel is a toolset's tools package (a domain's,
+// tools/trackertools, or the fleet's): a package under tools/ that is not
+// a test helper.
+func isToolset(rel string) bool {
+	return strings.HasPrefix(rel, "tools/") && !isTestHelper(rel)
+}
+
 func TestImportRules(t *testing.T) {
 	r := load(t)
-	isDomain := func(rel string) bool {
-		for _, d := range []string{"engine/tracker", "engine/kb", "engine/pages", "engine/vectors", "engine/usage"} {
-			if under(rel, d) {
-				return true
-			}
-		}
-		return false
-	}
 	rules := []rule{
+		{
+			name: "the tools kit names no domain",
+			from: func(rel string) bool { return rel == "tools" },
+			bad:  func(rel, _ string) bool { return isDomain(rel) || isToolset(rel) },
+			why:  "the kit is what every toolset is built on; each domain's tools are their own package (tools/trackertools, ...), listed by the registry (package domains)",
+		},
 		{
 			name: "engine is below the surfaces",
 			from: func(rel string) bool { return under(rel, "engine") },
@@ -321,6 +336,15 @@ func TestDirectImports(t *testing.T) {
 			from: func(rel string) bool { return under(rel, "mcp") },
 			bad:  func(imp string) bool { return under(imp, engine) && imp != engine || isNATSOrSQL(imp) },
 			why:  "mcp knows tools and the engine's vocabulary (package engine), never an engine subpackage, NATS or SQL; cmd wires engine parts in through mcp's interfaces",
+		},
+		{
+			name: "cmd names no domain",
+			from: func(rel string) bool { return under(rel, "cmd") },
+			bad: func(imp string) bool {
+				rel := strings.TrimPrefix(imp, r.module+"/")
+				return under(imp, r.module) && (isDomain(rel) || isToolset(rel))
+			},
+			why: "the domains a build runs are the registry's (package domains) and reach the surfaces through package surfaces: adding a domain touches no command",
 		},
 		{
 			name: "tools names no broker or store",

@@ -5,7 +5,7 @@
 // presents in a file, the environment or that data directory. The same
 // finding serves the stream client token a node without data presents to
 // the brokers. Comparing a presented token is the HTTP guard's job
-// (mcp.Guard), not this package's: here tokens are only kept and found.
+// (httpedge.Guard), not this package's: here tokens are only kept and found.
 package token
 
 import (
