@@ -16,22 +16,12 @@ import (
 // Service is the knowledge base's decide side: it validates input, decides
 // against the local rows, and hands records to the write path.
 type Service struct {
-	replica Replica
+	replica statelog.DomainReplica
 	clock   engine.Clock
 }
 
-// Replica is what the knowledge base needs of its replica
-// (*statelog.Replica): the write path, the read path, positions, and
-// statements prepared once per connection inside a read.
-type Replica interface {
-	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
-	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
-	Position(seq uint64) engine.Position
-	QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
-}
-
 // NewService builds the service over the pages replica.
-func NewService(r Replica, clock engine.Clock) *Service {
+func NewService(r statelog.DomainReplica, clock engine.Clock) *Service {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
@@ -40,7 +30,7 @@ func NewService(r Replica, clock engine.Clock) *Service {
 
 // Replica is the pages replica (tests and benchmarks reach the framework
 // through it).
-func (s *Service) Replica() Replica { return s.replica }
+func (s *Service) Replica() statelog.DomainReplica { return s.replica }
 
 var (
 	spaceKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
@@ -149,7 +139,7 @@ func scanPage(sc interface{ Scan(...any) error }) (Page, error) {
 }
 
 func (s *Service) getPage(ctx context.Context, tx *sql.Tx, id string) (Page, error) {
-	return scanPage(s.replica.QueryRow(ctx, tx, `SELECT `+pageColumns+` FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.id = ?`, id))
+	return scanPage(s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT `+pageColumns+` FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.id = ?`, id))
 }
 
 // purgedAt returns the sequence a page was purged at, 0 when it was not.

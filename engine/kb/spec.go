@@ -16,5 +16,5 @@ var Spec = statelog.Spec{
 	Ask:         capacity.QuarterOf(engine.StreamTracker),
 	GateReserve: true,
 	Estate:      true,
-	Service:     func(r *statelog.Replica, clock engine.Clock) any { return NewService(r, clock) },
+	Service:     func(r statelog.DomainReplica, clock engine.Clock) any { return NewService(r, clock) },
 }

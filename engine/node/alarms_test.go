@@ -130,7 +130,7 @@ func TestAlarmDeferral(t *testing.T) {
 		Subject: "crewlet.tracker.item.fut", Scope: []string{"item:fut"}}
 	patient := enginetest.OpenNode(t, node.Config{})
 	publishRaw(t, patient, rec)
-	if patient.Replica(engine.DomainTracker).Retained() != 1 {
+	if patient.Replica(engine.DomainTracker).Stats().Retained != 1 {
 		t.Fatal("the future record was not retained")
 	}
 	if a := alarm(patient, statelog.AlarmDeferral); a != nil {

@@ -86,7 +86,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 				svc := benchNode(b)
 				svc.Replica().(*statelog.Replica).SetCoalescing(coalesce)
 				ctx := context.Background()
-				before := svc.Replica().(*statelog.Replica).BarrierAppends()
+				before := svc.Replica().(*statelog.Replica).Stats().BarrierAppends
 				b.ResetTimer()
 				t0 := time.Now()
 				var wg sync.WaitGroup
@@ -107,7 +107,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 				el := time.Since(t0)
 				b.StopTimer()
 				b.ReportMetric(float64(per*conc)/el.Seconds(), "reads/s")
-				b.ReportMetric(float64(svc.Replica().(*statelog.Replica).BarrierAppends()-before)/float64(per*conc), "barriers/read")
+				b.ReportMetric(float64(svc.Replica().(*statelog.Replica).Stats().BarrierAppends-before)/float64(per*conc), "barriers/read")
 			})
 		}
 	}
@@ -132,7 +132,7 @@ func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
 	for r := 0; r < 2*rounds; r++ {
 		on := r%2 == 0
 		rep.SetCoalescing(on)
-		before := rep.BarrierAppends()
+		before := rep.Stats().BarrierAppends
 		el := parallel(conc, per, func(int, int) {
 			if _, err := svc.GetWorkItem(ctx, lin(), "ENG-1"); err != nil {
 				b.Error(err)
@@ -140,7 +140,7 @@ func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
 		})
 		if on {
 			took[0] += el
-			barriers += rep.BarrierAppends() - before
+			barriers += rep.Stats().BarrierAppends - before
 		} else {
 			took[1] += el
 		}

@@ -50,7 +50,7 @@ func BenchmarkBulkApplyDrain(b *testing.B) {
 	b.ReportMetric(rows/bare.Seconds(), "bare-rows/s")
 	b.ReportMetric(bare.Seconds()/bulk.Seconds(), "ratio-to-bare")
 	b.ReportMetric(bulk.Seconds()/float64(b.N), "bulk-s/op")
-	st := r.n.Replica(engine.DomainTracker).ApplyStats()
+	st := r.n.Replica(engine.DomainTracker).Stats().Apply
 	b.ReportMetric(float64(st.LongestTxRows), "longest-tx-rows")
 	b.ReportMetric(st.LongestTx.Seconds(), "longest-tx-s")
 }

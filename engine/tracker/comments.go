@@ -94,7 +94,7 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 // is someone else's.
 func (s *Service) checkCommentAuthor(ctx context.Context, tx *sql.Tx, in CommentInput, id string) error {
 	var author string
-	err := s.replica.QueryRow(ctx, tx, `SELECT author FROM tracker_comments WHERE item = ? AND seq = ?`, id, in.CommentID).Scan(&author)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT author FROM tracker_comments WHERE item = ? AND seq = ?`, id, in.CommentID).Scan(&author)
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.Refuse(engine.CodeNotFound, "comment %d on %s does not exist; get_work_item lists its comments with their ids.", in.CommentID, in.Key)
 	}
@@ -110,7 +110,7 @@ func (s *Service) checkCommentAuthor(ctx context.Context, tx *sql.Tx, in Comment
 // readComments reads an item's comments where cond holds (over
 // tracker_comments c), newest limit of them, oldest first.
 func (s *Service) readComments(ctx context.Context, tx *sql.Tx, limit int, cond string, args ...any) ([]Comment, error) {
-	rows, err := s.replica.Query(ctx, tx, `SELECT id, version, author, body, at FROM (
+	rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT id, version, author, body, at FROM (
 		SELECT c.seq AS id, coalesce(v.version, c.seq) AS version, c.author AS author, c.body AS body, c.at AS at
 		FROM tracker_comments c LEFT JOIN tracker_comment_versions v ON v.item = c.item AND v.seq = c.seq
 		WHERE `+cond+` ORDER BY c.seq DESC LIMIT ?) ORDER BY id`, append(args, limit)...)

@@ -474,7 +474,7 @@ func (s *Service) checkVersion(ctx context.Context, tx *sql.Tx, id, key string, 
 		return nil
 	}
 	var v uint64
-	err := s.replica.QueryRow(ctx, tx, `SELECT max(version, scoped_through) FROM tracker_items WHERE id = ?`, id).Scan(&v)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT max(version, scoped_through) FROM tracker_items WHERE id = ?`, id).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFoundItem(key)
 	}

@@ -46,7 +46,7 @@ func (s *Service) ItemHistory(ctx context.Context, r engine.ReadOptions, key str
 			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
 		}
 		scope := []string{"item:" + id}
-		rows, err := s.replica.Query(ctx, tx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
+		rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
 		if err != nil {
 			return scope, err
 		}

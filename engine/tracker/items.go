@@ -114,14 +114,14 @@ func checkNewWorkItem(in *NewWorkItem) error {
 // joins the record's scope). deps gets the dependencies' ids, reset on
 // every attempt, for the mirror steps after the item is filed.
 func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, id string, deps *[]string) (*statelog.Proposal, error) {
-	p, err := getProject(ctx, s.hot(tx), in.Project)
+	p, err := getProject(ctx, s.replica.Prepared(tx), in.Project)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOpenProject(ctx, s.hot(tx), in.Project); err != nil {
+	if err := checkOpenProject(ctx, s.replica.Prepared(tx), in.Project); err != nil {
 		return nil, err
 	}
 	c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
@@ -298,7 +298,7 @@ func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem
 
 // loadItemBy reads one item by query (by id or by key) and arg.
 func (s *Service) loadItemBy(ctx context.Context, tx *sql.Tx, query, arg string) (WorkItem, error) {
-	return scanLoadedItem(s.replica.QueryRow(ctx, tx, query, arg))
+	return scanLoadedItem(s.replica.Prepared(tx).QueryRowContext(ctx, query, arg))
 }
 
 // scanLoadedItem scans one row of loadItemQuery.
@@ -396,7 +396,7 @@ func orEmpty[T any](s []T) []T {
 func (s *Service) resolve(ctx context.Context, tx *sql.Tx, key string) (string, error) {
 	var id string
 	var purged sql.NullInt64
-	err := s.replica.QueryRow(ctx, tx, `SELECT k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id WHERE k.key = ?`, key).Scan(&id, &purged)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id WHERE k.key = ?`, key).Scan(&id, &purged)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFoundItem(key)
 	}
