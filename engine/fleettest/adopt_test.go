@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
@@ -18,6 +16,8 @@ import (
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // adoptRig is a three-node fleet whose lines are recorded per node, and
@@ -212,7 +212,7 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	rebuiltBehind(t, r.recs[2])
 	rederived(t, r.recs[2])
 	for i := 0; i < 2; i++ { // the donors' own rows are as they were
-		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, tracker.RulesVersion); err != nil {
+		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, trackapply.RulesVersion); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,7 +294,7 @@ func removeDB(t testing.TB, dir string) {
 func rederived(t *testing.T, rec *enginetest.Recorder) {
 	t.Helper()
 	logged(t, rec, engine.EvRederived, "of the tracker from 0", func(a map[string]any) bool {
-		return a[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(a["from"]) == "0" && fmt.Sprint(a["to"]) == fmt.Sprint(tracker.RulesVersion)
+		return a[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(a["from"]) == "0" && fmt.Sprint(a["to"]) == fmt.Sprint(trackapply.RulesVersion)
 	})
 }
 

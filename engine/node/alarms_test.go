@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // metric is the value of the series of name whose labels include want,
@@ -97,7 +97,7 @@ func TestAlarmRecordsGated(t *testing.T) {
 	if _, err := n.NodeGates().EvictNode(ctx, engine.WriteOptions{}, "ghost"); err != nil {
 		t.Fatal(err)
 	}
-	seq := publishRaw(t, n, &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, Writer: "ghost", Generation: 1,
+	seq := publishRaw(t, n, &record.Record{Kind: trackrec.KindUpdateWorkItem, Version: 1, Writer: "ghost", Generation: 1,
 		Subject: "crewlet.tracker.item.x", Scope: []string{"item:x"}, Payload: json.RawMessage(`{"id":"x","title":"late"}`)})
 	a := alarm(n, statelog.AlarmRecordsGated)
 	if a == nil || a.Position == nil || a.Position.Seq != seq || a.OutOfService || !strings.Contains(a.Message, "evicted") {

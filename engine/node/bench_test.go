@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
@@ -20,7 +18,9 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Benchmarks report p50 in µs beside ns/op, so each figure can be put
@@ -267,7 +267,7 @@ func putDrainRecords(b *testing.B, dir string, records int) {
 	for j := 1; j <= records; j++ {
 		op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
 		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": "drained", "description": "", "status": "open", "assignee": ""})
-		data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
+		data, _ := record.Encode(&record.Record{Kind: trackrec.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
 			Subject: "crewlet.tracker.project.ENG", Payload: payload})
 		if _, err := js.PublishAsync("crewlet.tracker.project.ENG", data, jetstream.WithMsgID(op.String())); err != nil {
 			b.Fatal(err)

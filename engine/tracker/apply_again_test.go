@@ -10,7 +10,8 @@ import (
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // A create whose item is filed already applies nothing: a copy of it
@@ -25,7 +26,7 @@ func TestCreateOfAFiledItemIsMoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(tracker.Domain{}.Schema()); err != nil {
+	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
 		t.Fatal(err)
 	}
 	seq := uint64(0)
@@ -39,19 +40,19 @@ func TestCreateOfAFiledItemIsMoot(t *testing.T) {
 		}
 		defer tx.Rollback()
 		rec := &record.Record{Kind: kind, Payload: data, Subject: "crewlet.tracker.item.wi_a"}
-		if err := (tracker.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
+		if err := (trackapply.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply(tracker.KindCreateProject, map[string]string{"key": "ENG", "name": "Engineering"})
+	apply(trackrec.KindCreateProject, map[string]string{"key": "ENG", "name": "Engineering"})
 	create := map[string]any{"id": "wi_a", "project": "ENG", "number": 1, "title": "first", "description": "", "status": "open", "assignee": ""}
-	apply(tracker.KindCreateWorkItem, create)
-	apply(tracker.KindCreateWorkItem, create)
+	apply(trackrec.KindCreateWorkItem, create)
+	apply(trackrec.KindCreateWorkItem, create)
 	again := map[string]any{"id": "wi_a", "project": "ENG", "number": 2, "title": "other title", "description": "", "status": "open", "assignee": ""}
-	apply(tracker.KindCreateWorkItem, again)
+	apply(trackrec.KindCreateWorkItem, again)
 
 	var items, last, history int
 	var key, title string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // CommentInput is comment_on_work_item: a new comment on Key, or, with
@@ -62,13 +63,13 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 		if id, err = s.resolve(ctx, tx, in.Key); err != nil {
 			return nil, err
 		}
-		p := &statelog.Proposal{Kind: KindComment, Subject: itemSubject(id), Scope: []string{"item:" + id},
-			Payload: comment{ID: id, Author: in.Author, Body: in.Body}}
+		p := &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)},
+			Payload: trackrec.Comment{ID: id, Author: in.Author, Body: in.Body}}
 		if in.CommentID != 0 {
 			if err := s.checkCommentAuthor(ctx, tx, in, id); err != nil {
 				return nil, err
 			}
-			p.Kind, p.Payload = KindEditComment, editComment{ID: id, Comment: in.CommentID, Author: in.Author, Body: in.Body, Delete: in.Delete}
+			p.Kind, p.Payload = trackrec.KindEditComment, trackrec.EditComment{ID: id, Comment: in.CommentID, Author: in.Author, Body: in.Body, Delete: in.Delete}
 		}
 		return p, nil
 	})

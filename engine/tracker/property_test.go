@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"pgregory.net/rapid"
-
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"pgregory.net/rapid"
 )
 
 // TestComputedColumnsEqualARecomputation: after any sequence of status
@@ -65,7 +65,7 @@ func TestComputedColumnsEqualARecomputation(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer tx.Rollback()
-		n, err := tracker.Domain{}.Rederive(ctx, tx)
+		n, err := trackapply.Domain{}.Rederive(ctx, tx)
 		if err != nil {
 			rt.Fatal(err)
 		}

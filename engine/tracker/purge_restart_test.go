@@ -7,7 +7,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // A node back on its file still drops the records about a task it purged
@@ -27,7 +27,7 @@ func TestPurgeGateHoldsAfterRestart(t *testing.T) {
 	r.n.Close()
 
 	r2 := newRig(t, time.Now(), node.Config{DataDir: dir})
-	seq := publishStale(t, r2, tracker.KindUpdateWorkItem, r2.op("update", "ENG-1").OpID, victim, []string{"item:" + victim},
+	seq := publishStale(t, r2, trackrec.KindUpdateWorkItem, r2.op("update", "ENG-1").OpID, victim, []string{trackrec.ItemScope(victim)},
 		map[string]any{"id": victim, "title": "resurrected"})
 	heldByDeletedGate(t, r2, seq)
 }

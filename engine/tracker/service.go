@@ -11,6 +11,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Service is the tracker's decide side: it validates input, decides
@@ -83,8 +84,8 @@ func (s *Service) CreateProject(ctx context.Context, w engine.WriteOptions, key,
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindCreateProject, Subject: projectSubject(key), Scope: []string{"project:" + key},
-			Payload: createProject{Key: key, Name: name}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindCreateProject, Subject: trackrec.ProjectSubject(key), Scope: []string{trackrec.ProjectScope(key)},
+			Payload: trackrec.CreateProject{Key: key, Name: name}}, nil
 	})
 	out := ProjectWrite{WriteResult: wr.WriteResult}
 	if err != nil {

@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The records about one item (or a pair: a merge), by kind: what each
 // changes on the rows an apply holds. A record that is moot here (its
@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
-func (a *apply) createItem(c *createWorkItem) error {
+func (a *apply) createItem(c *trackrec.CreateWorkItem) error {
 	ctr, filed, err := a.counter(c.Project, c.ID)
 	if err != nil || ctr == nil || filed {
 		return err // no such project, or filed already: moot
@@ -33,7 +35,7 @@ func (a *apply) createItem(c *createWorkItem) error {
 	}
 	it := &itemRow{ID: c.ID, Key: fmt.Sprintf("%s-%d", c.Project, number), Project: c.Project, Number: number,
 		Status: c.Status, Doc: int64(a.seq), Created: a.ts, Updated: a.ts, created: true, reindex: true,
-		tags: map[string]bool{}, watchers: map[string]bool{}, edges: map[edgeRef]bool{}}
+		tags: map[string]bool{}, watchers: map[string]bool{}, edges: map[trackrec.EdgeRef]bool{}}
 	a.items[c.ID] = it
 	a.order = append(a.order, c.ID)
 	a.own = c.ID
@@ -42,7 +44,7 @@ func (a *apply) createItem(c *createWorkItem) error {
 	a.setField(it, "assignee", &it.Assignee, &c.Assignee)
 	a.setField(it, "parent", &it.Parent, &c.Parent)
 	a.createdFields(it, c)
-	if c.Status == StatusInProgress {
+	if c.Status == trackrec.StatusInProgress {
 		a.projects[c.Project] = true
 	}
 	for _, t := range c.Tags {
@@ -58,7 +60,7 @@ func (a *apply) createItem(c *createWorkItem) error {
 	return nil
 }
 
-func (a *apply) updateItem(u *updateWorkItem) error {
+func (a *apply) updateItem(u *trackrec.UpdateWorkItem) error {
 	it, err := a.item(u.ID)
 	if err != nil || it == nil {
 		return err
@@ -106,7 +108,7 @@ func (a *apply) updateItem(u *updateWorkItem) error {
 	return nil
 }
 
-func (a *apply) mirror(m *mirrorEdges) error {
+func (a *apply) mirror(m *trackrec.MirrorEdges) error {
 	it, err := a.item(m.ID)
 	if err != nil || it == nil {
 		return err
@@ -129,7 +131,7 @@ func (a *apply) mirror(m *mirrorEdges) error {
 	return nil
 }
 
-func (a *apply) mark(m *mark) error {
+func (a *apply) mark(m *trackrec.Mark) error {
 	it, err := a.item(m.ID)
 	if err != nil || it == nil {
 		return err
@@ -139,7 +141,7 @@ func (a *apply) mark(m *mark) error {
 	return nil
 }
 
-func (a *apply) move(m *move) error {
+func (a *apply) move(m *trackrec.Move) error {
 	it, err := a.item(m.ID)
 	if err != nil || it == nil || it.Project == m.To {
 		return err
@@ -166,7 +168,7 @@ func (a *apply) move(m *move) error {
 	return err
 }
 
-func (a *apply) merge(m *mergeDuplicate) error {
+func (a *apply) merge(m *trackrec.MergeDuplicate) error {
 	dup, err := a.item(m.ID)
 	if err != nil || dup == nil {
 		return err
@@ -179,14 +181,14 @@ func (a *apply) merge(m *mergeDuplicate) error {
 		return err
 	}
 	a.setField(dup, "merged_into", &dup.MergedInto, &m.Into)
-	if !closed(dup.Status) {
-		cancelled := StatusCancelled
+	if !trackrec.Closed(dup.Status) {
+		cancelled := trackrec.StatusCancelled
 		a.setField(dup, "status", &dup.Status, &cancelled)
 	}
-	a.addEdge(dup, edgeRef{Kind: EdgeDuplicates, Other: into.ID}, true)
+	a.addEdge(dup, trackrec.EdgeRef{Kind: trackrec.EdgeDuplicates, Other: into.ID}, true)
 	// The item merged into is rewritten without the record being about it:
 	// its mirror and the duplicate's watchers carry scoped_through.
-	a.addEdge(into, edgeRef{Kind: EdgeDuplicatedBy, Other: dup.ID}, false)
+	a.addEdge(into, trackrec.EdgeRef{Kind: trackrec.EdgeDuplicatedBy, Other: dup.ID}, false)
 	ws := make([]string, 0, len(dup.watchers))
 	for w := range dup.watchers {
 		ws = append(ws, w)
@@ -198,7 +200,7 @@ func (a *apply) merge(m *mergeDuplicate) error {
 	return nil
 }
 
-func (a *apply) trash(t *trash) error {
+func (a *apply) trash(t *trackrec.Trash) error {
 	it, err := a.item(t.ID)
 	if err != nil || it == nil || it.Trashed != 0 {
 		return err
@@ -209,7 +211,7 @@ func (a *apply) trash(t *trash) error {
 	return nil
 }
 
-func (a *apply) restore(r *restore) error {
+func (a *apply) restore(r *trackrec.Restore) error {
 	it, err := a.item(r.ID)
 	if err != nil || it == nil || it.Trashed == 0 {
 		return err

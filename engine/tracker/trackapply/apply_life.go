@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The apply of the lifecycle records: comments (which never move their
 // item's version), comment edits, project updates, and who wrote a record
@@ -8,6 +8,8 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // comment adds a comment. The item's version is left alone: it covers the
@@ -15,7 +17,7 @@ import (
 // concurrent if_match update is not refused stale because someone
 // commented. The comment's history row and updated_at move; its id and
 // first version are the record's sequence.
-func (a *apply) comment(c *comment) error {
+func (a *apply) comment(c *trackrec.Comment) error {
 	it, err := a.item(c.ID)
 	if err != nil || it == nil {
 		return err
@@ -42,7 +44,7 @@ func (a *apply) commentChanged(it *itemRow, field, old, new string) error {
 
 // editComment changes a comment where its author is the record's: a
 // comment gone, or by someone else, is moot.
-func (a *apply) editComment(e *editComment) error {
+func (a *apply) editComment(e *trackrec.EditComment) error {
 	it, err := a.item(e.ID)
 	if err != nil || it == nil {
 		return err
@@ -77,7 +79,7 @@ func (a *apply) editComment(e *editComment) error {
 
 // updateProject renames or archives a project: the record is about it,
 // so its version moves.
-func (a *apply) updateProject(u *updateProject) error {
+func (a *apply) updateProject(u *trackrec.UpdateProject) error {
 	var name string
 	err := a.at.QueryRow(a.ctx, a.tx, `SELECT name FROM tracker_projects WHERE key = ?`, u.Key).Scan(&name)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The records whose apply reaches past their own item: a purge, which
 // rewrites every item pointing at the purged one, and a bulk update.
@@ -7,12 +7,13 @@ import (
 	"slices"
 
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // purge destroys an item and everything that hangs off it, rewrites the
 // items that point at it (their edges to it go, its children move up to
 // its parent) and writes the marker the deletion gate reads.
-func (a *apply) purge(p *purge) error {
+func (a *apply) purge(p *trackrec.Purge) error {
 	it, err := a.item(p.ID)
 	if err != nil || it == nil {
 		return err
@@ -51,7 +52,7 @@ func (a *apply) dropEdgesTo(it *itemRow) error {
 		if err := a.loadSets([]*itemRow{o}); err != nil {
 			return err
 		}
-		if err := a.removeEdge(o, edgeRef{Kind: x.kind, Other: it.ID}, x.authored); err != nil {
+		if err := a.removeEdge(o, trackrec.EdgeRef{Kind: x.kind, Other: it.ID}, x.authored); err != nil {
 			return err
 		}
 	}
@@ -88,7 +89,7 @@ func (a *apply) refileDependents(it *itemRow) error {
 		{`SELECT id FROM tracker_items WHERE parent = ? ORDER BY id`, "parent"},
 		{`SELECT id FROM tracker_items WHERE merged_into = ? ORDER BY id`, "merged_into"},
 	} {
-		ids, err := queryStrings(a.ctx, a.tx, q.sql, it.ID)
+		ids, err := sqlite.Strings(a.ctx, a.tx, q.sql, it.ID)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func (a *apply) preload(ids []string) error {
 	return nil
 }
 
-func (a *apply) bulk(b *bulkUpdate) error {
+func (a *apply) bulk(b *trackrec.BulkUpdate) error {
 	a.ownProject = b.Project
 	if err := a.preload(b.Items); err != nil {
 		return err

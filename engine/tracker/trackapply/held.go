@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The creates of one apply transaction hold back the rows no create
 // reads (statelog.Held), written at the transaction's end, or before any

@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The write-out of the item rows a record changed. Most records change
 // few items; a bulk update changes thousands and moves only their computed

@@ -1,9 +1,9 @@
-package tracker
+package trackapply
 
-// The apply side: the Domain the replication framework drives, the
-// dispatch of a record by kind, and the write-out of what it changed. The
-// item row lives in apply_row.go, the record kinds in apply_kinds.go, the
-// records over many items (purge, bulk) in apply_purge.go.
+// The Domain the replication framework drives, the dispatch of a record
+// by kind, and the write-out of what it changed. The item row lives in
+// apply_row.go, the record kinds in apply_kinds.go, the records over many
+// items (purge, bulk) in apply_purge.go.
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Domain is the tracker as the replication framework drives it.
@@ -24,24 +25,10 @@ var (
 	_ statelog.Domain        = Domain{}
 	_ statelog.GatedDomain   = Domain{}
 	_ statelog.DerivedDomain = Domain{}
-	_ statelog.Answerer      = Domain{}
 )
 
 // Name is "tracker".
 func (Domain) Name() engine.Domain { return engine.DomainTracker }
-
-// Answer is the item a create or an update of this node answers with, as
-// the rows stand right after its record (statelog.Answerer).
-func (Domain) Answer(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) (any, error) {
-	if rec.Kind != KindCreateWorkItem && rec.Kind != KindUpdateWorkItem {
-		return nil, nil
-	}
-	id := itemOfSubject(rec.Subject)
-	if id == "" {
-		return nil, nil
-	}
-	return scanLoadedItem(at.QueryRow(ctx, tx, loadItemByIDQuery, id))
-}
 
 // Schema is the tracker's tables.
 func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema }
@@ -55,7 +42,7 @@ func (Domain) RulesVersion() int { return RulesVersion }
 func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
 	h, batched := at.Hold(newHeldRows)
 	held := h.(*heldRows)
-	creating := rec.Kind == KindCreateWorkItem
+	creating := rec.Kind == trackrec.KindCreateWorkItem
 	if !creating {
 		// Any other record may read what the creates before it held back
 		// (a move takes a number from its project's row, a purge deletes
@@ -65,7 +52,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		}
 	}
 	a := &apply{ctx: ctx, tx: tx, at: at, seq: at.Seq, ts: at.Time.UnixNano(), items: map[string]*itemRow{},
-		own: itemOfSubject(rec.Subject), projects: map[string]bool{}, held: held, creating: creating}
+		own: trackrec.ItemOfSubject(rec.Subject), projects: map[string]bool{}, held: held, creating: creating}
 	a.hist = newHistBuffer()
 	if creating {
 		a.hist = held.hist
@@ -76,41 +63,41 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	a.edges = newRowBuffer("tracker_edges", []string{"item", "kind", "other", "authored"}, "ON CONFLICT DO NOTHING")
 	var err error
 	switch rec.Kind {
-	case KindCreateProject:
-		var p createProject
+	case trackrec.KindCreateProject:
+		var p trackrec.CreateProject
 		if json.Unmarshal(rec.Payload, &p) != nil {
 			return nil // undecodable payload of a known kind: moot
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO tracker_projects(key, name, last_number, version, created_at) VALUES(?,?,0,?,?)
 			ON CONFLICT(key) DO NOTHING`, p.Key, p.Name, at.Seq, a.ts)
 		return err
-	case KindCreateWorkItem:
+	case trackrec.KindCreateWorkItem:
 		err = decodeThen(rec, a.createItem)
-	case KindUpdateWorkItem:
+	case trackrec.KindUpdateWorkItem:
 		err = decodeThen(rec, a.updateItem)
-	case KindMirrorEdges:
+	case trackrec.KindMirrorEdges:
 		err = decodeThen(rec, a.mirror)
-	case KindComment:
+	case trackrec.KindComment:
 		err = decodeThen(rec, a.comment)
-	case KindMark:
+	case trackrec.KindMark:
 		err = decodeThen(rec, a.mark)
-	case KindMove:
+	case trackrec.KindMove:
 		err = decodeThen(rec, a.move)
-	case KindMergeDuplicate:
+	case trackrec.KindMergeDuplicate:
 		err = decodeThen(rec, a.merge)
-	case KindTrash:
+	case trackrec.KindTrash:
 		err = decodeThen(rec, a.trash)
-	case KindRestore:
+	case trackrec.KindRestore:
 		err = decodeThen(rec, a.restore)
-	case KindPurge:
+	case trackrec.KindPurge:
 		err = decodeThen(rec, a.purge)
-	case KindBulkUpdate, KindBulkSet:
+	case trackrec.KindBulkUpdate, trackrec.KindBulkSet:
 		err = decodeThen(rec, a.bulk)
-	case KindEditComment:
+	case trackrec.KindEditComment:
 		err = decodeThen(rec, a.editComment)
-	case KindUpdateProject:
+	case trackrec.KindUpdateProject:
 		err = decodeThen(rec, a.updateProject)
-	case KindEmptyTrash:
+	case trackrec.KindEmptyTrash:
 		return nil // a cut-off: it writes nothing
 	default:
 		// A kind this build does not know is at a format version it claims
@@ -266,21 +253,4 @@ func (a *apply) recount(project string) error {
 	}
 	_, err = a.at.Exec(a.ctx, a.tx, `UPDATE tracker_projects SET active = ?, `+col+` = max(`+col+`, ?) WHERE key = ?`, active, a.seq, project)
 	return err
-}
-
-func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
 }

@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // The item row an apply holds while it changes an item, and the changes
 // of its fields and sets (tags, watchers, edges), each of which writes a
@@ -9,6 +9,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // itemRow is one work item as an apply holds it while changing it.
@@ -22,7 +24,7 @@ type itemRow struct {
 	Doc                                  int64
 	Version, Scoped                      uint64
 	Created, Updated                     int64
-	Priority                             int64 // the rank in Priorities
+	Priority                             int64 // the rank in trackrec.Priorities
 	Due, Type                            string
 	Estimate                             float64
 	touched, reindex, created, fields    bool
@@ -32,15 +34,15 @@ type itemRow struct {
 	baseCounts                           counts    // its counts as read
 	n                                    int       // history rows this record wrote on the item
 	tags, watchers                       map[string]bool
-	edges                                map[edgeRef]bool // authored or not
+	edges                                map[trackrec.EdgeRef]bool // authored or not
 }
 
 const itemRowColumns = `id, key, project, number, title, description, status, assignee, parent, reopens, handoffs, trashed, trash_root, mark, merged_into, doc, version, scoped_through, created_at, updated_at`
 
 // itemRowSelect reads an item row with its fields (fields.go).
 const itemRowSelect = `SELECT i.id, i.key, i.project, i.number, i.title, i.description, i.status, i.assignee, i.parent, i.reopens, i.handoffs,
-	i.trashed, i.trash_root, i.mark, i.merged_into, i.doc, i.version, i.scoped_through, i.created_at, i.updated_at, ` + fieldColumns +
-	` FROM tracker_items i` + fieldsJoin
+	i.trashed, i.trash_root, i.mark, i.merged_into, i.doc, i.version, i.scoped_through, i.created_at, i.updated_at, ` + FieldColumns +
+	` FROM tracker_items i` + FieldsJoin
 
 func scanItemRow(sc interface{ Scan(...any) error }) (*itemRow, error) {
 	it := &itemRow{}
@@ -80,7 +82,7 @@ func (a *apply) loadSets(items []*itemRow) error {
 		args := make([]any, len(chunk))
 		for i, it := range chunk {
 			if it.tags == nil {
-				it.tags, it.watchers, it.edges = map[string]bool{}, map[string]bool{}, map[edgeRef]bool{}
+				it.tags, it.watchers, it.edges = map[string]bool{}, map[string]bool{}, map[trackrec.EdgeRef]bool{}
 			}
 			byID[it.ID], args[i] = it, it.ID
 		}
@@ -137,23 +139,21 @@ func (a *apply) loadSetsOf(byID map[string]*itemRow, args []any) error {
 		case 1:
 			it.watchers[v] = true
 		default:
-			it.edges[edgeRef{Kind: v, Other: w}] = au == 1
+			it.edges[trackrec.EdgeRef{Kind: v, Other: w}] = au == 1
 		}
 	}
 	return rows.Err()
 }
-
-func closed(status string) bool { return status == StatusDone || status == StatusCancelled }
 
 // change records one change of one field on an item: a history row, and
 // the computed columns the change moves (a reopen, a hand-off).
 func (a *apply) change(it *itemRow, field, old, new string) {
 	switch field {
 	case "status":
-		if closed(old) && !closed(new) {
+		if trackrec.Closed(old) && !trackrec.Closed(new) {
 			it.Reopens++
 		}
-		if old == StatusInProgress || new == StatusInProgress {
+		if old == trackrec.StatusInProgress || new == trackrec.StatusInProgress {
 			a.projects[it.Project] = true
 		}
 	case "assignee":
@@ -196,7 +196,7 @@ func (a *apply) addWatcher(it *itemRow, w string) {
 	a.change(it, "watcher", "", w)
 }
 
-func (a *apply) addEdge(it *itemRow, e edgeRef, authored bool) {
+func (a *apply) addEdge(it *itemRow, e trackrec.EdgeRef, authored bool) {
 	if _, ok := it.edges[e]; ok {
 		return
 	}
@@ -209,7 +209,7 @@ func (a *apply) addEdge(it *itemRow, e edgeRef, authored bool) {
 	a.change(it, "edge", "", e.Kind+" "+e.Other)
 }
 
-func (a *apply) removeEdge(it *itemRow, e edgeRef, authored bool) error {
+func (a *apply) removeEdge(it *itemRow, e trackrec.EdgeRef, authored bool) error {
 	au, ok := it.edges[e]
 	if !ok || au != authored {
 		return nil // never take down an authored edge with a mirror's removal, nor the reverse

@@ -1,4 +1,4 @@
-package tracker
+package trackapply
 
 // RulesVersion names the rules that compute the tracker's computed
 // columns (reopens, a project's active count, updated_at, hand-off

@@ -1,12 +1,12 @@
-package tracker
+package trackapply
 
 import (
 	"context"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Gates is the tracker's own apply gate: the deletion gate.
@@ -26,11 +26,11 @@ func (deletedGate) Name() string { return GateDeleted }
 
 func (deletedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Record, _ uint64) (bool, error) {
 	ids := map[string]bool{}
-	if id := itemOfSubject(rec.Subject); id != "" {
+	if id := trackrec.ItemOfSubject(rec.Subject); id != "" {
 		ids[id] = true
 	}
 	for _, s := range rec.Scope {
-		if id, ok := strings.CutPrefix(s, "item:"); ok {
+		if id, ok := trackrec.ScopedItem(s); ok {
 			ids[id] = true
 		}
 	}
@@ -61,4 +61,4 @@ func (deletedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Re
 }
 
 // Audited are the tracker's records the audit trail lists: a purge.
-func (Domain) Audited() []string { return []string{KindPurge} }
+func (Domain) Audited() []string { return []string{trackrec.KindPurge} }
