@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // PublishCreates puts count create_work_item records for project ENG

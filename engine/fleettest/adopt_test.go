@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
@@ -17,7 +19,6 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // adoptRig is a three-node fleet whose lines are recorded per node, and

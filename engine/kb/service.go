@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -200,8 +201,8 @@ func (s *Service) CreateSpace(ctx context.Context, w engine.WriteOptions, key, n
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindCreateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
-			Payload: createSpace{Key: key, Name: name}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindCreateSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)},
+			Payload: kbrec.CreateSpace{Key: key, Name: name}}, nil
 	})
 	return s.spaceAnswer(ctx, wr, err, key)
 }
@@ -248,12 +249,12 @@ func (s *Service) UpdateSpace(ctx context.Context, w engine.WriteOptions, key st
 			ref := engine.Refuse(engine.CodeStale, "space %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, sp.Version, ifMatch, sp.Version)
 			return nil, ref.With("current_version", sp.Version)
 		}
-		upd := updateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}
+		upd := kbrec.UpdateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}
 		if p.Archived != nil {
-			return &statelog.Proposal{Kind: KindArchiveSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
-				Payload: archiveSpace{updateSpace: upd, Archived: *p.Archived}}, nil
+			return &statelog.Proposal{Kind: kbrec.KindArchiveSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)},
+				Payload: kbrec.ArchiveSpace{UpdateSpace: upd, Archived: *p.Archived}}, nil
 		}
-		return &statelog.Proposal{Kind: KindUpdateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)}, Payload: upd}, nil
+		return &statelog.Proposal{Kind: kbrec.KindUpdateSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)}, Payload: upd}, nil
 	})
 	return s.spaceAnswer(ctx, wr, err, key)
 }
@@ -325,8 +326,8 @@ func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewP
 		if body == "" {
 			body = sp.PageTemplate
 		}
-		return &statelog.Proposal{Kind: KindCreatePage, Subject: pageSubject(id), Scope: []string{spaceScope(in.Space), pageScope(id)},
-			Payload: createPage{ID: id, Space: in.Space, Parent: in.Parent, Title: in.Title, Body: body}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindCreatePage, Subject: kbrec.PageSubject(id), Scope: []string{kbrec.SpaceScope(in.Space), kbrec.PageScope(id)},
+			Payload: kbrec.CreatePage{ID: id, Space: in.Space, Parent: in.Parent, Title: in.Title, Body: body}}, nil
 	})
 	out, err := s.pageAnswer(ctx, wr, err, id)
 	if err == nil && out.Page != nil && out.Page.Parent != in.Parent && !wr.Replayed {
@@ -379,8 +380,8 @@ func (s *Service) PurgePage(ctx context.Context, w engine.WriteOptions, id strin
 		if err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindPurgePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
-			Payload: purgePage{ID: id}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindPurgePage, Subject: kbrec.PageSubject(id), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.PageScope(id)},
+			Payload: kbrec.PurgePage{ID: id}}, nil
 	})
 	out.WriteResult = wr.WriteResult
 	if err != nil || wr.Outcome != engine.Applied {

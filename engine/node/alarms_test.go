@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
@@ -17,7 +19,6 @@ import (
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // metric is the value of the series of name whose labels include want,

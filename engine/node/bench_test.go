@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
@@ -20,7 +22,6 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Benchmarks report p50 in µs beside ns/op, so each figure can be put

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
@@ -17,8 +20,6 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
-	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func digestOf(tool string, kv ...any) string {

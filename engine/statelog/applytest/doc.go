@@ -18,7 +18,8 @@
 //	                       (default n1), by=WHO (default operator; by= for
 //	                       none), v=N (the format version: above this
 //	                       build's, the record cannot be decoded),
-//	                       kind=K and scope=(...) (override the domain's);
+//	                       kind=K, subject=S (under the domain's
+//	                       prefix) and scope=(...) override the domain's;
 //	                       evict node=N and readmit node=N append the
 //	                       framework's node gates
 //	apply                  the node opens on its file and its reader hands

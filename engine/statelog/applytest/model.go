@@ -85,7 +85,8 @@ func (s *script) check() []string {
 }
 
 // sound holds the node's file to what its rows imply alone: SQLite finds
-// its tables and indexes consistent, and a domain with computed columns
+// its tables and indexes consistent, the domain's Checks pass, and a
+// domain with computed columns
 // recomputes them from its rows to the values the apply wrote (its
 // Rederive, rolled back, changes no row).
 func (s *script) sound() []string {
@@ -94,6 +95,11 @@ func (s *script) sound() []string {
 	var ok string
 	if err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
 		out = append(out, fmt.Sprintf("integrity_check: %s %v", ok, err))
+	}
+	for _, q := range s.d.Checks {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", q, err))
+		}
 	}
 	dd, derived := s.d.Domain.(statelog.DerivedDomain)
 	if !derived {

@@ -41,6 +41,9 @@ type Domain struct {
 	Domain statelog.Domain
 	// Tables are the domain's tables, printed and held to the model.
 	Tables []Table
+	// Checks are statements that must succeed on the node's file after
+	// every command (an FTS5 table's 'integrity-check', say).
+	Checks []string
 	// Record is the record one line of an append block names: its kind,
 	// subject, declared scope and payload (Make); the runner sets the
 	// rest of its envelope.
@@ -211,6 +214,9 @@ func (s *script) record(verb string, args Args) (*record.Record, error) {
 	}
 	if args.Has("scope") {
 		rec.Scope = args.Strs("scope")
+	}
+	if args.Has("subject") {
+		rec.Subject = statelog.SubjectPrefix(s.d.Domain.Name()) + args.Str("subject")
 	}
 	v, err := args.Int("v")
 	if err != nil {

@@ -1,4 +1,4 @@
-package kb
+package kbapply
 
 import (
 	"context"
@@ -6,26 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/record"
-	"github.com/crewlet/crewlet/engine/statelog"
-)
-
-// Record kinds of the lifecycle: new kinds rather than new fields on the
-// old ones, so a build that predates them applies nothing of them (rather
-// than half of a record it cannot read).
-const (
-	// KindArchiveSpace is update_space with archived: the settings it
-	// carries apply as update_space's, and the space is archived or back.
-	KindArchiveSpace = "pages.archive_space"
-	// KindMovePage is update_page with space: the page and its subtree
-	// move to another space (with the title and body it carries).
-	KindMovePage = "pages.move_page"
-	// KindTrashPage trashes (or restores) a page and its subtree.
-	KindTrashPage = "pages.trash_page"
-	// KindComment adds, edits or deletes a comment on a page, on the
-	// comment's own subject.
-	KindComment = "pages.comment"
 )
 
 // The lifecycle's tables, in tables of their own (never new columns of
@@ -71,44 +53,16 @@ CREATE TABLE IF NOT EXISTS kb_comments (
 CREATE INDEX IF NOT EXISTS kb_comments_page ON kb_comments(page, seq);
 `
 
-// Payloads of the lifecycle kinds.
-type archiveSpace struct {
-	updateSpace
-	Archived bool `json:"archived"`
-}
-
-type movePage struct {
-	updatePage
-	Space string `json:"space"`
-}
-
-type trashPage struct {
-	ID      string `json:"id"`
-	Trashed bool   `json:"trashed"`
-}
-
-type comment struct {
-	ID     string `json:"id"`
-	Page   string `json:"page"`
-	Author string `json:"author"`
-	Body   string `json:"body,omitempty"`
-	Delete bool   `json:"delete,omitempty"`
-}
-
-func commentSubject(id string) string {
-	return statelog.SubjectPrefix(engine.DomainPages) + "comment." + id
-}
-
 // applyLife applies the lifecycle kinds; ok is false for any other kind.
 func applyLife(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) (bool, error) {
 	switch rec.Kind {
-	case KindArchiveSpace:
+	case kbrec.KindArchiveSpace:
 		return true, applyArchiveSpace(ctx, tx, rec, seq, ts)
-	case KindMovePage:
+	case kbrec.KindMovePage:
 		return true, applyMovePage(ctx, tx, rec, seq, ts)
-	case KindTrashPage:
+	case kbrec.KindTrashPage:
 		return true, applyTrashPage(ctx, tx, rec, seq, ts)
-	case KindComment:
+	case kbrec.KindComment:
 		return true, applyComment(ctx, tx, rec, seq, ts)
 	}
 	return false, nil
@@ -117,11 +71,11 @@ func applyLife(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, 
 // applyArchiveSpace applies the settings the record carries, then
 // archives the space or brings it back.
 func applyArchiveSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p archiveSpace
+	var p kbrec.ArchiveSpace
 	if json.Unmarshal(rec.Payload, &p) != nil {
 		return nil
 	}
-	if err := updateSpaceRows(ctx, tx, p.updateSpace, seq, ts); err != nil {
+	if err := updateSpaceRows(ctx, tx, p.UpdateSpace, seq, ts); err != nil {
 		return err
 	}
 	var err error
@@ -144,8 +98,8 @@ const subtreeSQL = `WITH RECURSIVE down(id) AS (
 // parents and versions; scoped_through carries the move. A space that
 // does not exist makes the record moot.
 func applyMovePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p movePage
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+	var p kbrec.MovePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.PageSubject(p.ID) {
 		return nil
 	}
 	var one int
@@ -161,7 +115,7 @@ func applyMovePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint
 	}
 	parent := ""
 	if p.Parent != nil && *p.Parent != "" {
-		ok, err := canMove(ctx, tx, p.Space, p.ID, *p.Parent)
+		ok, err := CanMove(ctx, tx, p.Space, p.ID, *p.Parent)
 		if err != nil {
 			return err
 		}
@@ -185,8 +139,8 @@ func applyMovePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint
 // put in. A restore is not taken while the page's parent is in the trash
 // (the page would be live under a trashed page).
 func applyTrashPage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p trashPage
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+	var p kbrec.TrashPage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.PageSubject(p.ID) {
 		return nil
 	}
 	var parent string
@@ -233,8 +187,8 @@ func applyTrashPage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uin
 // cannot change another author's words). A comment on a page that is gone
 // is moot.
 func applyComment(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p comment
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != commentSubject(p.ID) {
+	var p kbrec.Comment
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.CommentSubject(p.ID) {
 		return nil
 	}
 	var author string

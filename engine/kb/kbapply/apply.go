@@ -1,24 +1,15 @@
-package kb
+package kbapply
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
-)
-
-// Record kinds of the knowledge-base domain.
-const (
-	KindCreateSpace = "pages.create_space"
-	KindUpdateSpace = "pages.update_space"
-	KindCreatePage  = "pages.create_page"
-	KindUpdatePage  = "pages.update_page"
-	KindPurgePage   = "pages.purge_page"
 )
 
 // GateDeleted is the deletion gate's word on statelog_record_gated.
@@ -81,57 +72,6 @@ CREATE TRIGGER IF NOT EXISTS kb_pages_fts_au AFTER UPDATE OF title, body ON kb_p
 END;
 `
 
-// Subjects of the pages stream: one per space (its creation and
-// settings) and one per page (its creation, edits, moves and purge).
-func spaceSubject(key string) string {
-	return statelog.SubjectPrefix(engine.DomainPages) + "space." + key
-}
-
-func pageSubject(id string) string {
-	return statelog.SubjectPrefix(engine.DomainPages) + "page." + id
-}
-
-// pageOfSubject returns the page id a subject is about, if it is a page's.
-func pageOfSubject(subject string) (string, bool) {
-	return strings.CutPrefix(subject, statelog.SubjectPrefix(engine.DomainPages)+"page.")
-}
-
-// Scopes a record declares.
-func spaceScope(key string) string { return "space:" + key }
-func pageScope(id string) string   { return "page:" + id }
-
-// Payloads.
-type createSpace struct {
-	Key  string `json:"key"`
-	Name string `json:"name"`
-}
-
-type updateSpace struct {
-	Key          string  `json:"key"`
-	Name         *string `json:"name,omitempty"`
-	PageTemplate *string `json:"page_template,omitempty"`
-	Editing      *string `json:"editing,omitempty"`
-}
-
-type createPage struct {
-	ID     string `json:"id"`
-	Space  string `json:"space"`
-	Parent string `json:"parent,omitempty"`
-	Title  string `json:"title"`
-	Body   string `json:"body"`
-}
-
-type updatePage struct {
-	ID     string  `json:"id"`
-	Title  *string `json:"title,omitempty"`
-	Body   *string `json:"body,omitempty"`
-	Parent *string `json:"parent,omitempty"`
-}
-
-type purgePage struct {
-	ID string `json:"id"`
-}
-
 // Domain is the knowledge base as the replication framework drives it.
 type Domain struct{}
 
@@ -154,15 +94,15 @@ func (Domain) Gates() []statelog.Gate { return []statelog.Gate{deletionGate{}} }
 func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
 	ts := at.Time.UnixNano()
 	switch rec.Kind {
-	case KindCreateSpace:
+	case kbrec.KindCreateSpace:
 		return applyCreateSpace(ctx, tx, rec, at.Seq, ts)
-	case KindUpdateSpace:
+	case kbrec.KindUpdateSpace:
 		return applyUpdateSpace(ctx, tx, rec, at.Seq, ts)
-	case KindCreatePage:
+	case kbrec.KindCreatePage:
 		return applyCreatePage(ctx, tx, rec, at.Seq, ts)
-	case KindUpdatePage:
+	case kbrec.KindUpdatePage:
 		return applyUpdatePage(ctx, tx, rec, at.Seq, ts)
-	case KindPurgePage:
+	case kbrec.KindPurgePage:
 		return applyPurgePage(ctx, tx, rec, at.Seq, ts)
 	}
 	if ok, err := applyLife(ctx, tx, rec, at.Seq, ts); ok {
@@ -175,7 +115,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 
 // applyCreateSpace files a space; a key already filed keeps its first row.
 func applyCreateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p createSpace
+	var p kbrec.CreateSpace
 	if json.Unmarshal(rec.Payload, &p) != nil {
 		return nil // undecodable payload of a known kind: moot
 	}
@@ -188,7 +128,7 @@ func applyCreateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq u
 // this build does not know is not taken. settings_through moves only when
 // a setting is in the record.
 func applyUpdateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p updateSpace
+	var p kbrec.UpdateSpace
 	if json.Unmarshal(rec.Payload, &p) != nil {
 		return nil
 	}
@@ -196,8 +136,8 @@ func applyUpdateSpace(ctx context.Context, tx *sql.Tx, rec *record.Record, seq u
 }
 
 // updateSpaceRows writes an update_space payload's changes.
-func updateSpaceRows(ctx context.Context, tx *sql.Tx, p updateSpace, seq uint64, ts int64) error {
-	if p.Editing != nil && *p.Editing != EditingOpen && *p.Editing != EditingLocked {
+func updateSpaceRows(ctx context.Context, tx *sql.Tx, p kbrec.UpdateSpace, seq uint64, ts int64) error {
+	if p.Editing != nil && *p.Editing != kbrec.EditingOpen && *p.Editing != kbrec.EditingLocked {
 		p.Editing = nil
 	}
 	settings := p.PageTemplate != nil || p.Editing != nil
@@ -210,8 +150,8 @@ func updateSpaceRows(ctx context.Context, tx *sql.Tx, p updateSpace, seq uint64,
 // applyCreatePage files a page in its space, under its parent while that
 // still exists (liveParent); a space that is gone makes it moot.
 func applyCreatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p createPage
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+	var p kbrec.CreatePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.PageSubject(p.ID) {
 		// A page record names its page by its subject, which is what the
 		// deletion gate holds; one naming another page is moot.
 		return nil
@@ -245,11 +185,11 @@ func applyCreatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq ui
 }
 
 // applyUpdatePage changes a page's title and body, and its parent where
-// the move is still possible here (canMove): a move that is not keeps the
+// the move is still possible here (CanMove): a move that is not keeps the
 // page where it is.
 func applyUpdatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p updatePage
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+	var p kbrec.UpdatePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.PageSubject(p.ID) {
 		return nil
 	}
 	var space, parent string
@@ -261,7 +201,7 @@ func applyUpdatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq ui
 		return err
 	}
 	if p.Parent != nil && *p.Parent != parent {
-		ok, err := canMove(ctx, tx, space, p.ID, *p.Parent)
+		ok, err := CanMove(ctx, tx, space, p.ID, *p.Parent)
 		if err != nil {
 			return err
 		}
@@ -280,8 +220,8 @@ func applyUpdatePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq ui
 // applyPurgePage writes the purge marker, re-files the page's children
 // where it stood and deletes its row.
 func applyPurgePage(ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64, ts int64) error {
-	var p purgePage
-	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != pageSubject(p.ID) {
+	var p kbrec.PurgePage
+	if json.Unmarshal(rec.Payload, &p) != nil || rec.Subject != kbrec.PageSubject(p.ID) {
 		return nil
 	}
 	var space, parent string
@@ -326,11 +266,11 @@ func liveParent(ctx context.Context, tx *sql.Tx, space, parent string) (string, 
 	return parent, err
 }
 
-// canMove reports whether page may sit under parent: the top of the space
+// CanMove reports whether page may sit under parent: the top of the space
 // always, otherwise a page of the same space, not in the trash, that is
 // neither page itself nor below it (which would cut the subtree off in a
 // cycle).
-func canMove(ctx context.Context, q interface {
+func CanMove(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, space, page, parent string) (bool, error) {
 	if parent == "" {
@@ -362,11 +302,11 @@ func (deletionGate) Name() string { return GateDeleted }
 
 func (deletionGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Record, seq uint64) (bool, error) {
 	ids := make([]string, 0, 2)
-	if id, ok := pageOfSubject(rec.Subject); ok {
+	if id, ok := kbrec.PageOfSubject(rec.Subject); ok {
 		ids = append(ids, id)
 	}
 	for _, s := range rec.Scope {
-		if id, ok := strings.CutPrefix(s, "page:"); ok {
+		if id, ok := kbrec.ScopedPage(s); ok {
 			ids = append(ids, id)
 		}
 	}
@@ -387,4 +327,4 @@ func (deletionGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.R
 }
 
 // Audited are the knowledge base's records the audit trail lists: a purge.
-func (Domain) Audited() []string { return []string{KindPurgePage} }
+func (Domain) Audited() []string { return []string{kbrec.KindPurgePage} }
