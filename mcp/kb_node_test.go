@@ -12,7 +12,8 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
-	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/kb/kbapply"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/ledger"
@@ -137,7 +138,7 @@ func staleWriterGated(k caller, n *node.Node, mid string) {
 	ctx := ctxT(t)
 	op, _ := ledger.MintFor(time.Now(), "update_page", mid, "")
 	payload, _ := json.Marshal(map[string]any{"id": mid, "title": "Back from the dead"})
-	data, _ := record.Encode(&record.Record{Kind: kb.KindUpdatePage, Version: 1, OpID: op.String(), Writer: "n2", Generation: 1,
+	data, _ := record.Encode(&record.Record{Kind: kbrec.KindUpdatePage, Version: 1, OpID: op.String(), Writer: "n2", Generation: 1,
 		Subject: "crewlet.pages.page." + mid, Scope: []string{"space:ENG", "page:" + mid}, Payload: payload})
 	ack, err := n.Log(engine.DomainPages).Publish(ctx, "crewlet.pages.page."+mid, data, op.String(), nil)
 	if err != nil {
@@ -149,7 +150,7 @@ func staleWriterGated(k caller, n *node.Node, mid string) {
 		t.Fatal(err)
 	}
 	k.refused(kbtools.NameGetPage, map[string]any{"id": mid}, engine.CodeDeleted)
-	if gate, _, dropped, err := n.Replica(engine.DomainPages).GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kb.GateDeleted {
+	if gate, _, dropped, err := n.Replica(engine.DomainPages).GatedAt(ctx, ack.Seq); err != nil || !dropped || gate != kbapply.GateDeleted {
 		t.Fatalf("stale record at %d: gate %q dropped %v %v", ack.Seq, gate, dropped, err)
 	}
 }

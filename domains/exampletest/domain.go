@@ -37,7 +37,7 @@ var Spec = statelog.Spec{
 	Domain:  Domain{},
 	Stream:  Stream,
 	Ask:     capacity.Fixed(64 << 20),
-	Service: func(r *statelog.Replica, clock engine.Clock) any { return &Service{replica: r, clock: clock} },
+	Service: func(r statelog.DomainReplica, clock engine.Clock) any { return &Service{replica: r, clock: clock} },
 }
 
 const schema = `CREATE TABLE IF NOT EXISTS example_notes (
@@ -92,7 +92,7 @@ type NoteRead struct {
 
 // Service is the notes' API: what its tools and its route call.
 type Service struct {
-	replica *statelog.Replica
+	replica statelog.DomainReplica
 	clock   engine.Clock
 }
 

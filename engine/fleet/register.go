@@ -201,7 +201,7 @@ func (r *Register) Beat(ctx context.Context) {
 		p := Position{Node: r.cfg.Node, Domain: rep.Domain(), Stream: cp.Stream, Generation: cp.Generation,
 			Seq: cp.Seq, AppliedThrough: cp.AppliedThrough, StreamCreatedAt: cp.StreamCreatedAt.UTC(),
 			CheckpointStoredAt: cp.CheckpointStoredAt.UTC(), StartedAt: r.started, BeatAt: now}
-		stats := rep.ApplyStats()
+		stats := rep.Stats().Apply
 		p.Apply = &stats
 		if aerr := rep.ApplyErr(); aerr != nil {
 			p.ApplyErr = aerr.Error()

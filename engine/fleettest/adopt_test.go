@@ -20,6 +20,7 @@ import (
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 )
 
 // adoptRig is a three-node fleet whose lines are recorded per node, and
@@ -214,7 +215,7 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	rebuiltBehind(t, r.recs[2])
 	rederived(t, r.recs[2])
 	for i := 0; i < 2; i++ { // the donors' own rows are as they were
-		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, tracker.RulesVersion); err != nil {
+		if _, err := r.c.Node(i).DB().Exec(`UPDATE statelog_rules SET version = ? WHERE domain = 'tracker'`, trackapply.RulesVersion); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +297,7 @@ func removeDB(t testing.TB, dir string) {
 func rederived(t *testing.T, rec *enginetest.Recorder) {
 	t.Helper()
 	logged(t, rec, engine.EvRederived, "of the tracker from 0", func(a map[string]any) bool {
-		return a[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(a["from"]) == "0" && fmt.Sprint(a["to"]) == fmt.Sprint(tracker.RulesVersion)
+		return a[engine.LogDomain] == string(engine.DomainTracker) && fmt.Sprint(a["from"]) == "0" && fmt.Sprint(a["to"]) == fmt.Sprint(trackapply.RulesVersion)
 	})
 }
 

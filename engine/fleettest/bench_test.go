@@ -394,8 +394,8 @@ func byWorkers(n, workers int, op func(w int) bool) (perSec float64, failed int6
 // carried, over the cluster's nodes.
 func fleetBatches(c *fleettest.Cluster) (n, d uint64) {
 	for i := range c.Size() {
-		bn, bd := c.Node(i).Tracker().Replica().(*statelog.Replica).ApplyBatches()
-		n, d = n+bn, d+bd
+		st := c.Node(i).Tracker().Replica().(*statelog.Replica).Stats()
+		n, d = n+st.Batches, d+st.Deliveries
 	}
 	return n, d
 }

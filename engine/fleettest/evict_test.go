@@ -11,6 +11,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // TestEvictAndReadmit: a node evicted from the fleet refuses its own
@@ -47,7 +48,7 @@ func TestEvictAndReadmit(t *testing.T) {
 	}
 	// The evicted node appends anyway, straight onto the log.
 	payload, _ := json.Marshal(map[string]any{"id": item.ID, "title": title})
-	rec := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, Writer: evicted.Name(), Generation: 1,
+	rec := &record.Record{Kind: trackrec.KindUpdateWorkItem, Version: 1, Writer: evicted.Name(), Generation: 1,
 		Subject: "crewlet.tracker.item." + item.ID, Scope: []string{"item:" + item.ID}, Payload: payload}
 	data, _ := record.Encode(rec)
 	ack, err := evicted.Log(engine.DomainTracker).Publish(ctx, rec.Subject, data, "", nil)

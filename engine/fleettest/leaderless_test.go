@@ -15,7 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
-	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 )
 
 // TestBootWaitsOutALeaderlessMember: a member of a log with no leader
@@ -70,7 +70,7 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	open := func(d time.Duration) error {
 		octx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-		r, err := statelog.Open(octx, statelog.Config{Node: "probe", DB: db, Log: log, Domain: tracker.Domain{},
+		r, err := statelog.Open(octx, statelog.Config{Node: "probe", DB: db, Log: log, Domain: trackapply.Domain{},
 			Logger: logs.Logger()})
 		if err == nil {
 			r.Close()

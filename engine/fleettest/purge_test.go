@@ -10,7 +10,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
-	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // TestPurgeGatesEveryNode: a task purged on one node of three is gated on
@@ -26,7 +26,7 @@ func TestPurgeGatesEveryNode(t *testing.T) {
 		t.Fatalf("purge on node 1: %+v %v", p, err)
 	}
 	payload, _ := json.Marshal(map[string]any{"id": victim, "title": "resurrected"})
-	stale := &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, Writer: "n-stale", Generation: 1,
+	stale := &record.Record{Kind: trackrec.KindUpdateWorkItem, Version: 1, Writer: "n-stale", Generation: 1,
 		Subject: "crewlet.tracker.item." + victim, Scope: []string{"item:" + victim}, Payload: payload}
 	data, _ := record.Encode(stale)
 	ack, err := c.Node(2).Log(engine.DomainTracker).Publish(ctx, stale.Subject, data, "", nil)

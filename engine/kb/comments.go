@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -68,8 +69,8 @@ func (s *Service) CommentOnPage(ctx context.Context, w engine.WriteOptions, in C
 				return nil, invalid("comment %s is by %s, and only its author edits or deletes it; add a comment of your own instead.", in.ID, by)
 			}
 		}
-		return &statelog.Proposal{Kind: KindComment, Subject: commentSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(in.Page)},
-			Payload: comment{ID: id, Page: in.Page, Author: author, Body: in.Body, Delete: in.Delete}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindComment, Subject: kbrec.CommentSubject(id), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.PageScope(in.Page)},
+			Payload: kbrec.Comment{ID: id, Page: in.Page, Author: author, Body: in.Body, Delete: in.Delete}}, nil
 	})
 	out := CommentWrite{WriteResult: wr.WriteResult}
 	if err != nil || wr.Outcome != engine.Applied {

@@ -3,6 +3,7 @@ package kb_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,8 +129,6 @@ func waitApplied(t *testing.T, n *node.Node, seq uint64) {
 	}
 }
 
-func pageSubject(id string) string { return "crewlet.pages.page." + id }
-
 // refusedWith checks err is a refusal with code and a sentence.
 func refusedWith(t *testing.T, err error, code engine.Code, mention string) *engine.Refusal {
 	t.Helper()
@@ -155,4 +154,31 @@ func count(t *testing.T, n *node.Node, q string, args ...any) int {
 func parentOf(t *testing.T, svc *kb.Service, id string) string {
 	t.Helper()
 	return mustGet(t, svc, id).Parent
+}
+
+// lifeRows renders every lifecycle row a node holds, in a fixed order.
+func lifeRows(t *testing.T, n *node.Node) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT id || space || parent || title || body || version || scoped_through FROM kb_pages ORDER BY n`,
+		`SELECT key || seq FROM kb_archived ORDER BY key`,
+		`SELECT id || seq FROM kb_trash ORDER BY id`,
+		`SELECT id || seq || kind || actor || at || space || parent || title || body || trashed FROM kb_versions ORDER BY id, seq`,
+		`SELECT id || page || author || body || version FROM kb_comments ORDER BY id`,
+	} {
+		rows, err := n.DB().Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&b, s)
+		}
+		rows.Close()
+	}
+	return b.String()
 }

@@ -3,9 +3,6 @@ package kb_test
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,8 +11,9 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/kb/kbapply"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/node"
-	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -175,8 +173,8 @@ func TestTreeMovesAndCycles(t *testing.T) {
 	x := mustPage(t, svc, "ENG", "", "X", "")
 	y := mustPage(t, svc, "ENG", "", "Y", "")
 	scope := func(id string) []string { return []string{"space:ENG", "page:" + id} }
-	publishRaw(t, n, "n1", kb.KindUpdatePage, pageSubject(x.ID), scope(x.ID), map[string]any{"id": x.ID, "parent": y.ID, "title": "X moved"})
-	publishRaw(t, n, "n1", kb.KindUpdatePage, pageSubject(y.ID), scope(y.ID), map[string]any{"id": y.ID, "parent": x.ID, "title": "Y moved"})
+	publishRaw(t, n, "n1", kbrec.KindUpdatePage, kbrec.PageSubject(x.ID), scope(x.ID), map[string]any{"id": x.ID, "parent": y.ID, "title": "X moved"})
+	publishRaw(t, n, "n1", kbrec.KindUpdatePage, kbrec.PageSubject(y.ID), scope(y.ID), map[string]any{"id": y.ID, "parent": x.ID, "title": "Y moved"})
 	gx, gy := mustGet(t, svc, x.ID), mustGet(t, svc, y.ID)
 	if gx.Parent != y.ID || gy.Parent != "" || gy.Title != "Y moved" {
 		t.Fatalf("concurrent moves: X under %q, Y under %q (%q)", gx.Parent, gy.Parent, gy.Title)
@@ -263,7 +261,7 @@ func purgedPageGone(t *testing.T, n *node.Node, svc *kb.Service, pw kb.PurgeWrit
 func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doomed kb.Page) {
 	// A stale writer that decided before the purge publishes after it: a
 	// resurrecting update and a create under the purged page.
-	staleSeq := publishRaw(t, n, "n2", kb.KindUpdatePage, pageSubject(doomed.ID), []string{"space:DOCS", "page:" + doomed.ID},
+	staleSeq := publishRaw(t, n, "n2", kbrec.KindUpdatePage, kbrec.PageSubject(doomed.ID), []string{"space:DOCS", "page:" + doomed.ID},
 		map[string]any{"id": doomed.ID, "title": "Resurrected zebra", "body": "zebra"})
 	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
 		t.Fatal("the purged page came back")
@@ -272,7 +270,7 @@ func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doo
 		t.Fatal("the stale record is not in statelog_gated under deleted")
 	}
 	lines := rec.Lines(engine.EvRecordGated)
-	if len(lines) < 1 || lines[0].Attrs[engine.LogGate] != kb.GateDeleted || lines[0].Attrs[engine.LogWriter] != "n2" ||
+	if len(lines) < 1 || lines[0].Attrs[engine.LogGate] != kbapply.GateDeleted || lines[0].Attrs[engine.LogWriter] != "n2" ||
 		lines[0].Attrs[engine.LogComponent] != engine.ComponentStatelog || lines[0].Attrs[engine.LogDomain] != "pages" {
 		t.Fatalf("statelog_record_gated lines %+v", lines)
 	}
@@ -284,13 +282,13 @@ func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doo
 		t.Fatal(err)
 	}
 	_, err = n.Replica(engine.DomainPages).Write(bg, statelog.Op{ID: op, Digest: "stale-decision", Vouched: true}, func(context.Context, *sql.Tx) (*statelog.Proposal, error) {
-		return &statelog.Proposal{Kind: kb.KindUpdatePage, Subject: pageSubject(doomed.ID), Scope: []string{"space:DOCS", "page:" + doomed.ID},
+		return &statelog.Proposal{Kind: kbrec.KindUpdatePage, Subject: kbrec.PageSubject(doomed.ID), Scope: []string{"space:DOCS", "page:" + doomed.ID},
 			Payload: map[string]any{"id": doomed.ID, "title": "stale decision"}}, nil
 	})
 	if r := refusedWith(t, err, engine.CodeDeleted, "applies nowhere"); r.Position == nil || r.Position.Seq <= staleSeq {
 		t.Fatalf("gated write refusal %+v", r)
 	}
-	if l := rec.Lines(engine.EvWriteGated); len(l) != 1 || l[0].Attrs[engine.LogGate] != kb.GateDeleted {
+	if l := rec.Lines(engine.EvWriteGated); len(l) != 1 || l[0].Attrs[engine.LogGate] != kbapply.GateDeleted {
 		t.Fatalf("statelog_write_gated lines %+v", l)
 	}
 	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
@@ -303,7 +301,7 @@ func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doo
 func payloadsNamingItApplyNowhere(t *testing.T, n *node.Node, svc *kb.Service, doomed kb.Page) {
 	// A record on another subject naming the purged page in its payload
 	// (a buggy or hostile writer) does not bring it back either.
-	publishRaw(t, n, "n2", kb.KindCreatePage, pageSubject("pg_0000000000000000000000000000cafe"), nil,
+	publishRaw(t, n, "n2", kbrec.KindCreatePage, kbrec.PageSubject("pg_0000000000000000000000000000cafe"), nil,
 		map[string]any{"id": doomed.ID, "space": "DOCS", "title": "Obsolete zebra procedure", "body": "zebra"})
 	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {
 		t.Fatal("a create on another subject resurrected the purged page")
@@ -312,46 +310,13 @@ func payloadsNamingItApplyNowhere(t *testing.T, n *node.Node, svc *kb.Service, d
 	// A create whose parent was purged between decision and apply is filed
 	// at the top of the space rather than orphaned.
 	orphanID := "pg_0000000000000000000000000000beef"
-	publishRaw(t, n, "n2", kb.KindCreatePage, pageSubject(orphanID), []string{"space:DOCS", "page:" + orphanID},
+	publishRaw(t, n, "n2", kbrec.KindCreatePage, kbrec.PageSubject(orphanID), []string{"space:DOCS", "page:" + orphanID},
 		map[string]any{"id": orphanID, "space": "DOCS", "parent": doomed.ID, "title": "late child", "body": ""})
 	if g := mustGet(t, svc, orphanID); g.Parent != "" {
 		t.Fatalf("late child filed under %q", g.Parent)
 	}
 	if res, err := svc.SearchKnowledge(bg, lin(), kb.SearchQuery{Query: "zebra"}); err != nil || len(res.Hits) != 0 {
 		t.Fatalf("gated record reached the index: %+v %v", res.Hits, err)
-	}
-}
-
-// TestPurgeGateHoldsOnRebuild: a node whose database is lost rebuilds
-// from the log and drops the same records under the same gate.
-func TestPurgeGateHoldsOnRebuild(t *testing.T) {
-	dir := t.TempDir()
-	n, svc := openNode(t, node.Config{DataDir: dir})
-	mustSpace(t, svc, "DOCS")
-	p := mustPage(t, svc, "DOCS", "", "Doomed", "walrus")
-	kid := mustPage(t, svc, "DOCS", p.ID, "Kid", "")
-	if _, err := svc.PurgePage(bg, engine.WriteOptions{}, p.ID); err != nil {
-		t.Fatal(err)
-	}
-	late := publishRaw(t, n, "n9", kb.KindUpdatePage, pageSubject(p.ID), nil, map[string]any{"id": p.ID, "title": "walrus again"})
-	want := mustGet(t, svc, kid.ID)
-	n.Close()
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(dir, sqlite.FileName+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
-	n2, svc2 := openNode(t, node.Config{DataDir: dir})
-	waitApplied(t, n2, late)
-	got := mustGet(t, svc2, kid.ID)
-	if got.Parent != "" || got.ScopedThrough != want.ScopedThrough || got.Version != want.Version {
-		t.Fatalf("rebuilt %+v, want %+v", got, want)
-	}
-	if c := count(t, n2, `SELECT count(*) FROM statelog_gated WHERE seq = ? AND gate = 'deleted'`, late); c != 1 {
-		t.Fatal("the rebuild applied the late record")
-	}
-	if res, _ := svc2.SearchKnowledge(bg, lin(), kb.SearchQuery{Query: "walrus"}); len(res.Hits) != 0 {
-		t.Fatalf("rebuilt index finds the purged page: %+v", res.Hits)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/node"
 )
 
@@ -45,7 +46,7 @@ func TestPageVersions(t *testing.T) {
 			t.Fatalf("version %d is %+v, want position %s", i, v, want[i])
 		}
 	}
-	if got[2].By != "seat:ana" || got[2].Kind != kb.KindCreatePage || got[0].Title != "Runbook v3" {
+	if got[2].By != "seat:ana" || got[2].Kind != kbrec.KindCreatePage || got[0].Title != "Runbook v3" {
 		t.Fatalf("who and what: %+v", got)
 	}
 	old, err := svc.FindPage(bg, lin(), kb.PageQuery{ID: id, Version: seqOf(t, cw.Position)})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/node"
 )
 
@@ -44,7 +45,7 @@ func TestArchivedSpace(t *testing.T) {
 	if err != nil || w.Space == nil || !w.Space.Archived || w.Space.Name != "Old docs" || w.Position == "" {
 		t.Fatalf("archive: %+v %v", w, err)
 	}
-	if k := recordAt(t, n, seqOf(t, w.Position)).Kind; k != kb.KindArchiveSpace {
+	if k := recordAt(t, n, seqOf(t, w.Position)).Kind; k != kbrec.KindArchiveSpace {
 		t.Fatalf("archive record kind %s", k)
 	}
 	before := lastSeq(t, n)
@@ -91,7 +92,7 @@ func TestMoveAcrossSpaces(t *testing.T) {
 	if w.Page.Space != "OPS" || w.Page.Parent != home.ID || w.Page.Version != seqOf(t, w.Position) || w.Message != "" {
 		t.Fatalf("moved: %+v", w)
 	}
-	if k := recordAt(t, n, seqOf(t, w.Position)).Kind; k != kb.KindMovePage {
+	if k := recordAt(t, n, seqOf(t, w.Position)).Kind; k != kbrec.KindMovePage {
 		t.Fatalf("move record kind %s", k)
 	}
 	for id, parent := range map[string]string{b.ID: a.ID, c.ID: b.ID} {
@@ -123,7 +124,7 @@ func TestTrashAndRestore(t *testing.T) {
 	d := mustPage(t, svc, "DOCS", b.ID, "Apart", "")
 	mustPatch(t, svc, d.ID, kb.PagePatch{Trashed: ptr(true)})
 	w := mustPatch(t, svc, b.ID, kb.PagePatch{Trashed: ptr(true)})
-	if !w.Page.Trashed || recordAt(t, n, seqOf(t, w.Position)).Kind != kb.KindTrashPage {
+	if !w.Page.Trashed || recordAt(t, n, seqOf(t, w.Position)).Kind != kbrec.KindTrashPage {
 		t.Fatalf("trash: %+v", w)
 	}
 	if got := mustGet(t, svc, c.ID); !got.Trashed || got.ScopedThrough != w.Page.Version {

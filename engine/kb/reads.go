@@ -174,7 +174,7 @@ func (s *Service) pageByTitle(ctx context.Context, tx *sql.Tx, space, title stri
 func (s *Service) pageVersion(ctx context.Context, tx *sql.Tx, cur Page, version uint64) (Page, error) {
 	pg := Page{ID: cur.ID, Editing: cur.Editing, Version: version, CreatedAt: cur.CreatedAt}
 	var at int64
-	err := s.replica.QueryRow(ctx, tx, `SELECT space, parent, title, body, trashed, at FROM kb_versions WHERE id = ? AND seq = ?`, cur.ID, version).
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT space, parent, title, body, trashed, at FROM kb_versions WHERE id = ? AND seq = ?`, cur.ID, version).
 		Scan(&pg.Space, &pg.Parent, &pg.Title, &pg.Body, &pg.Trashed, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return pg, engine.Refuse(engine.CodeNotFound, "page %s has no version %d; list_page_versions lists its versions.", cur.ID, version)

@@ -182,7 +182,7 @@ func (s *Service) rank(ctx context.Context, tx *sql.Tx, all, space string, limit
 	}
 	for _, r := range titles {
 		h := Hit{TitleMatch: true, Score: r.score}
-		if err := s.replica.QueryRow(ctx, tx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
+		if err := s.replica.Prepared(tx).QueryRowContext(ctx, titleHitSQL, all, r.n).Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &h.Snippet); err != nil {
 			return nil, err
 		}
 		hits = append(hits, h)

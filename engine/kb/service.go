@@ -10,28 +10,19 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // Service is the knowledge base's decide side: it validates input, decides
 // against the local rows, and hands records to the write path.
 type Service struct {
-	replica Replica
+	replica statelog.DomainReplica
 	clock   engine.Clock
 }
 
-// Replica is what the knowledge base needs of its replica
-// (*statelog.Replica): the write path, the read path, positions, and
-// statements prepared once per connection inside a read.
-type Replica interface {
-	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
-	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
-	Position(seq uint64) engine.Position
-	QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
-}
-
 // NewService builds the service over the pages replica.
-func NewService(r Replica, clock engine.Clock) *Service {
+func NewService(r statelog.DomainReplica, clock engine.Clock) *Service {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
@@ -40,7 +31,7 @@ func NewService(r Replica, clock engine.Clock) *Service {
 
 // Replica is the pages replica (tests and benchmarks reach the framework
 // through it).
-func (s *Service) Replica() Replica { return s.replica }
+func (s *Service) Replica() statelog.DomainReplica { return s.replica }
 
 var (
 	spaceKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
@@ -149,7 +140,7 @@ func scanPage(sc interface{ Scan(...any) error }) (Page, error) {
 }
 
 func (s *Service) getPage(ctx context.Context, tx *sql.Tx, id string) (Page, error) {
-	return scanPage(s.replica.QueryRow(ctx, tx, `SELECT `+pageColumns+` FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.id = ?`, id))
+	return scanPage(s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT `+pageColumns+` FROM kb_pages p JOIN kb_spaces s ON s.key = p.space WHERE p.id = ?`, id))
 }
 
 // purgedAt returns the sequence a page was purged at, 0 when it was not.
@@ -210,8 +201,8 @@ func (s *Service) CreateSpace(ctx context.Context, w engine.WriteOptions, key, n
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindCreateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
-			Payload: createSpace{Key: key, Name: name}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindCreateSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)},
+			Payload: kbrec.CreateSpace{Key: key, Name: name}}, nil
 	})
 	return s.spaceAnswer(ctx, wr, err, key)
 }
@@ -258,12 +249,12 @@ func (s *Service) UpdateSpace(ctx context.Context, w engine.WriteOptions, key st
 			ref := engine.Refuse(engine.CodeStale, "space %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, sp.Version, ifMatch, sp.Version)
 			return nil, ref.With("current_version", sp.Version)
 		}
-		upd := updateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}
+		upd := kbrec.UpdateSpace{Key: key, Name: p.Name, PageTemplate: p.PageTemplate, Editing: p.Editing}
 		if p.Archived != nil {
-			return &statelog.Proposal{Kind: KindArchiveSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)},
-				Payload: archiveSpace{updateSpace: upd, Archived: *p.Archived}}, nil
+			return &statelog.Proposal{Kind: kbrec.KindArchiveSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)},
+				Payload: kbrec.ArchiveSpace{UpdateSpace: upd, Archived: *p.Archived}}, nil
 		}
-		return &statelog.Proposal{Kind: KindUpdateSpace, Subject: spaceSubject(key), Scope: []string{spaceScope(key)}, Payload: upd}, nil
+		return &statelog.Proposal{Kind: kbrec.KindUpdateSpace, Subject: kbrec.SpaceSubject(key), Scope: []string{kbrec.SpaceScope(key)}, Payload: upd}, nil
 	})
 	return s.spaceAnswer(ctx, wr, err, key)
 }
@@ -335,8 +326,8 @@ func (s *Service) CreatePage(ctx context.Context, w engine.WriteOptions, in NewP
 		if body == "" {
 			body = sp.PageTemplate
 		}
-		return &statelog.Proposal{Kind: KindCreatePage, Subject: pageSubject(id), Scope: []string{spaceScope(in.Space), pageScope(id)},
-			Payload: createPage{ID: id, Space: in.Space, Parent: in.Parent, Title: in.Title, Body: body}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindCreatePage, Subject: kbrec.PageSubject(id), Scope: []string{kbrec.SpaceScope(in.Space), kbrec.PageScope(id)},
+			Payload: kbrec.CreatePage{ID: id, Space: in.Space, Parent: in.Parent, Title: in.Title, Body: body}}, nil
 	})
 	out, err := s.pageAnswer(ctx, wr, err, id)
 	if err == nil && out.Page != nil && out.Page.Parent != in.Parent && !wr.Replayed {
@@ -389,8 +380,8 @@ func (s *Service) PurgePage(ctx context.Context, w engine.WriteOptions, id strin
 		if err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindPurgePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
-			Payload: purgePage{ID: id}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindPurgePage, Subject: kbrec.PageSubject(id), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.PageScope(id)},
+			Payload: kbrec.PurgePage{ID: id}}, nil
 	})
 	out.WriteResult = wr.WriteResult
 	if err != nil || wr.Outcome != engine.Applied {

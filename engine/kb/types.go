@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 )
 
 // Limits on input, enforced before anything is published.
@@ -24,13 +25,14 @@ const (
 // Editing settings of a space: open (pages take edits) or locked (pages
 // refuse create, update and move until the space is opened again; an
 // operator's purge still runs).
+// The record contract (kbrec) defines them.
 const (
-	EditingOpen   = "open"
-	EditingLocked = "locked"
+	EditingOpen   = kbrec.EditingOpen
+	EditingLocked = kbrec.EditingLocked
 )
 
 // EditingValues lists the editing settings.
-var EditingValues = []string{EditingOpen, EditingLocked}
+var EditingValues = kbrec.EditingValues
 
 // Space is a named tree of pages with its settings. Version is the
 // sequence of the last record about the space itself; SettingsThrough the

@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/kb/kbapply"
+	"github.com/crewlet/crewlet/engine/kb/kbrec"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -54,8 +56,8 @@ func (s *Service) UpdatePage(ctx context.Context, w engine.WriteOptions, id stri
 				return nil, err
 			}
 		}
-		return &statelog.Proposal{Kind: KindUpdatePage, Subject: pageSubject(id), Scope: []string{spaceScope(pg.Space), pageScope(id)},
-			Payload: updatePage{ID: id, Title: p.Title, Body: p.Body, Parent: p.Parent}}, nil
+		return &statelog.Proposal{Kind: kbrec.KindUpdatePage, Subject: kbrec.PageSubject(id), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.PageScope(id)},
+			Payload: kbrec.UpdatePage{ID: id, Title: p.Title, Body: p.Body, Parent: p.Parent}}, nil
 	})
 	out, err := s.pageAnswer(ctx, wr, err, id)
 	if err == nil && out.Page != nil && p.Parent != nil && out.Page.Parent != *p.Parent && !wr.Replayed {
@@ -120,7 +122,7 @@ func (s *Service) checkParent(ctx context.Context, tx *sql.Tx, pg Page, space, i
 	if parent.Trashed {
 		return trashedPage("parent", id)
 	}
-	ok, err := canMove(ctx, tx, space, pg.ID, id)
+	ok, err := kbapply.CanMove(ctx, tx, space, pg.ID, id)
 	if err != nil {
 		return err
 	}
@@ -142,8 +144,8 @@ func (s *Service) decideMove(ctx context.Context, tx *sql.Tx, pg Page, p PagePat
 			return nil, err
 		}
 	}
-	return &statelog.Proposal{Kind: KindMovePage, Subject: pageSubject(pg.ID), Scope: []string{spaceScope(pg.Space), spaceScope(to.Key), pageScope(pg.ID)},
-		Payload: movePage{updatePage: updatePage{ID: pg.ID, Title: p.Title, Body: p.Body, Parent: p.Parent}, Space: to.Key}}, nil
+	return &statelog.Proposal{Kind: kbrec.KindMovePage, Subject: kbrec.PageSubject(pg.ID), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.SpaceScope(to.Key), kbrec.PageScope(pg.ID)},
+		Payload: kbrec.MovePage{UpdatePage: kbrec.UpdatePage{ID: pg.ID, Title: p.Title, Body: p.Body, Parent: p.Parent}, Space: to.Key}}, nil
 }
 
 // decideTrash proposes trashing or restoring a page with its subtree.
@@ -162,6 +164,6 @@ func (s *Service) decideTrash(ctx context.Context, tx *sql.Tx, pg Page, trashed 
 			return nil, invalid("page %s is under %s, which is in the trash; restore %s (it brings back what it took with it).", pg.ID, pg.Parent, pg.Parent)
 		}
 	}
-	return &statelog.Proposal{Kind: KindTrashPage, Subject: pageSubject(pg.ID), Scope: []string{spaceScope(pg.Space), pageScope(pg.ID)},
-		Payload: trashPage{ID: pg.ID, Trashed: trashed}}, nil
+	return &statelog.Proposal{Kind: kbrec.KindTrashPage, Subject: kbrec.PageSubject(pg.ID), Scope: []string{kbrec.SpaceScope(pg.Space), kbrec.PageScope(pg.ID)},
+		Payload: kbrec.TrashPage{ID: pg.ID, Trashed: trashed}}, nil
 }

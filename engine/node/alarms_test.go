@@ -18,6 +18,7 @@ import (
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // metric is the value of the series of name whose labels include want,
@@ -97,7 +98,7 @@ func TestAlarmRecordsGated(t *testing.T) {
 	if _, err := n.NodeGates().EvictNode(ctx, engine.WriteOptions{}, "ghost"); err != nil {
 		t.Fatal(err)
 	}
-	seq := publishRaw(t, n, &record.Record{Kind: tracker.KindUpdateWorkItem, Version: 1, Writer: "ghost", Generation: 1,
+	seq := publishRaw(t, n, &record.Record{Kind: trackrec.KindUpdateWorkItem, Version: 1, Writer: "ghost", Generation: 1,
 		Subject: "crewlet.tracker.item.x", Scope: []string{"item:x"}, Payload: json.RawMessage(`{"id":"x","title":"late"}`)})
 	a := alarm(n, statelog.AlarmRecordsGated)
 	if a == nil || a.Position == nil || a.Position.Seq != seq || a.OutOfService || !strings.Contains(a.Message, "evicted") {
@@ -130,7 +131,7 @@ func TestAlarmDeferral(t *testing.T) {
 		Subject: "crewlet.tracker.item.fut", Scope: []string{"item:fut"}}
 	patient := enginetest.OpenNode(t, node.Config{})
 	publishRaw(t, patient, rec)
-	if patient.Replica(engine.DomainTracker).Retained() != 1 {
+	if patient.Replica(engine.DomainTracker).Stats().Retained != 1 {
 		t.Fatal("the future record was not retained")
 	}
 	if a := alarm(patient, statelog.AlarmDeferral); a != nil {

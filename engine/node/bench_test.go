@@ -20,6 +20,7 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -86,7 +87,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 				svc := benchNode(b)
 				svc.Replica().(*statelog.Replica).SetCoalescing(coalesce)
 				ctx := context.Background()
-				before := svc.Replica().(*statelog.Replica).BarrierAppends()
+				before := svc.Replica().(*statelog.Replica).Stats().BarrierAppends
 				b.ResetTimer()
 				t0 := time.Now()
 				var wg sync.WaitGroup
@@ -107,7 +108,7 @@ func BenchmarkLinearizableReadsParallel(b *testing.B) {
 				el := time.Since(t0)
 				b.StopTimer()
 				b.ReportMetric(float64(per*conc)/el.Seconds(), "reads/s")
-				b.ReportMetric(float64(svc.Replica().(*statelog.Replica).BarrierAppends()-before)/float64(per*conc), "barriers/read")
+				b.ReportMetric(float64(svc.Replica().(*statelog.Replica).Stats().BarrierAppends-before)/float64(per*conc), "barriers/read")
 			})
 		}
 	}
@@ -132,7 +133,7 @@ func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
 	for r := 0; r < 2*rounds; r++ {
 		on := r%2 == 0
 		rep.SetCoalescing(on)
-		before := rep.BarrierAppends()
+		before := rep.Stats().BarrierAppends
 		el := parallel(conc, per, func(int, int) {
 			if _, err := svc.GetWorkItem(ctx, lin(), "ENG-1"); err != nil {
 				b.Error(err)
@@ -140,7 +141,7 @@ func BenchmarkLinearizableReadsCoalescing(b *testing.B) {
 		})
 		if on {
 			took[0] += el
-			barriers += rep.BarrierAppends() - before
+			barriers += rep.Stats().BarrierAppends - before
 		} else {
 			took[1] += el
 		}
@@ -267,7 +268,7 @@ func putDrainRecords(b *testing.B, dir string, records int) {
 	for j := 1; j <= records; j++ {
 		op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
 		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": "drained", "description": "", "status": "open", "assignee": ""})
-		data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
+		data, _ := record.Encode(&record.Record{Kind: trackrec.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
 			Subject: "crewlet.tracker.project.ENG", Payload: payload})
 		if _, err := js.PublishAsync("crewlet.tracker.project.ENG", data, jetstream.WithMsgID(op.String())); err != nil {
 			b.Fatal(err)

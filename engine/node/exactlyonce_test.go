@@ -18,6 +18,7 @@ import (
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -123,7 +124,7 @@ func TestSecondCopyAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload, _ := json.Marshal(map[string]any{"id": first.Item.ID, "project": "ENG", "number": 2, "title": "twice", "status": "open"})
-	data, _ := record.Encode(&record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: first.OpID, Writer: "n1", Generation: 1,
+	data, _ := record.Encode(&record.Record{Kind: trackrec.KindCreateWorkItem, Version: 1, OpID: first.OpID, Writer: "n1", Generation: 1,
 		Subject: "crewlet.tracker.project.ENG", Payload: payload})
 	ack, err := n.Log(engine.DomainTracker).Publish(ctx, "crewlet.tracker.project.ENG", data, "", nil)
 	if err != nil {
@@ -323,7 +324,7 @@ func (l *downLog) close() { l.br.Close() }
 // putCreate appends a create of itemID in ENG under op, its op id also
 // its message id, and returns its sequence.
 func (l *downLog) putCreate(op, itemID, title string) uint64 {
-	return l.put(op, tracker.KindCreateWorkItem, itemID, map[string]any{"id": itemID, "project": "ENG", "number": 0, "title": title, "status": "open"})
+	return l.put(op, trackrec.KindCreateWorkItem, itemID, map[string]any{"id": itemID, "project": "ENG", "number": 0, "title": title, "status": "open"})
 }
 
 // put appends a record of kind about itemID under op, its op id also its

@@ -10,6 +10,7 @@ import (
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -41,7 +42,7 @@ func TestDrainedNumbersInLogOrder(t *testing.T) {
 	create := func(project string, i int) {
 		id := fmt.Sprintf("wi_%s_%d", project, i)
 		op := must(ledger.MintFor(time.Now(), "create_work_item", project, "")).String()
-		last = log.put(op, tracker.KindCreateWorkItem, id, map[string]any{"id": id, "project": project, "title": "drained " + id, "status": "open"})
+		last = log.put(op, trackrec.KindCreateWorkItem, id, map[string]any{"id": id, "project": project, "title": "drained " + id, "status": "open"})
 		next[project]++
 		keys[id] = fmt.Sprintf("%s-%d", project, next[project])
 		if project == "ENG" {
@@ -56,9 +57,9 @@ func TestDrainedNumbersInLogOrder(t *testing.T) {
 	}
 	// An update of an item the batch created: its posting was held.
 	op := must(ledger.MintFor(time.Now(), "update_work_item", "wi_ENG_5", "")).String()
-	log.put(op, tracker.KindUpdateWorkItem, "wi_ENG_5", map[string]any{"id": "wi_ENG_5", "title": "renamed"})
+	log.put(op, trackrec.KindUpdateWorkItem, "wi_ENG_5", map[string]any{"id": "wi_ENG_5", "title": "renamed"})
 	op = must(ledger.MintFor(time.Now(), "move_work_item", mover.Item.ID, "")).String()
-	last = log.put(op, tracker.KindMove, mover.Item.ID, map[string]any{"id": mover.Item.ID, "to": "ENG"})
+	last = log.put(op, trackrec.KindMove, mover.Item.ID, map[string]any{"id": mover.Item.ID, "to": "ENG"})
 	next["ENG"]++
 	keys[mover.Item.ID] = fmt.Sprintf("ENG-%d", next["ENG"])
 	for i := 40; i < 80; i++ {

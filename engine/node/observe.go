@@ -33,10 +33,10 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 	var st metrics.NodeState
 	for _, r := range n.replicas() {
 		rep := r.Replication(ctx)
-		stats := r.ApplyStats()
+		stats := r.Stats()
 		ds := metrics.DomainState{Domain: string(r.Domain()), Seq: rep.SeenThrough.Seq, AppliedThrough: rep.AppliedThrough.Seq,
-			LongestTx: stats.LongestTx, LongestTxRecords: stats.LongestTxRecords, LongestBatch: stats.LongestBatch,
-			LongestBatchRows: stats.LongestBatchRows, Retained: r.Retained(), Alarms: map[string]bool{}}
+			LongestTx: stats.Apply.LongestTx, LongestTxRecords: stats.Apply.LongestTxRecords, LongestBatch: stats.Apply.LongestBatch,
+			LongestBatchRows: stats.Apply.LongestBatchRows, Retained: stats.Retained, Alarms: map[string]bool{}}
 		if rep.LogEnd != nil && rep.Lag != nil {
 			ds.LogMeasured, ds.LogLastSeq, ds.LagRecords, ds.LagSeconds = true, rep.LogEnd.Seq, rep.Lag.Seq, rep.Lag.Seconds
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -144,7 +145,7 @@ func TestRefusalsHoldAtTheLogsEnd(t *testing.T) {
 
 	// Another node files project OPS; this one has not applied it.
 	held.hold()
-	publishAs(t, n, tracker.KindCreateProject, "crewlet.tracker.project.OPS", map[string]any{"key": "OPS", "name": "Operations"})
+	publishAs(t, n, trackrec.KindCreateProject, "crewlet.tracker.project.OPS", map[string]any{"key": "OPS", "name": "Operations"})
 	ow, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "OPS", Title: "on a project another node filed"})
 	if err != nil || ow.Outcome != engine.Applied || ow.Item == nil || ow.Item.Key != "OPS-1" {
 		t.Fatalf("create into a project this node had not applied yet: %+v %v", ow, err)
@@ -153,7 +154,7 @@ func TestRefusalsHoldAtTheLogsEnd(t *testing.T) {
 	// Another node updates ENG-1; its caller read the new version there.
 	held.hold()
 	title := "renamed on n2"
-	v2 := publishAs(t, n, tracker.KindUpdateWorkItem, "crewlet.tracker.item."+iw.Item.ID, map[string]any{"id": iw.Item.ID, "title": title})
+	v2 := publishAs(t, n, trackrec.KindUpdateWorkItem, "crewlet.tracker.item."+iw.Item.ID, map[string]any{"id": iw.Item.ID, "title": title})
 	mine := "renamed here, against n2's version"
 	uw, err := svc.UpdateWorkItem(ctx, engine.WriteOptions{}, iw.Item.Key, v2, tracker.ItemPatch{Title: &mine})
 	if err != nil || uw.Outcome != engine.Applied || uw.Item == nil || uw.Item.Title != mine {

@@ -127,7 +127,7 @@ func BenchmarkLinearizableREST(b *testing.B) {
 		b.Run(fmt.Sprintf("c=%d", conc), func(b *testing.B) {
 			r := newBenchRig(b)
 			path := "/api/v1/work-items/ENG-1?read_level=linearizable"
-			before := r.n.Replica(engine.DomainTracker).BarrierAppends()
+			before := r.n.Replica(engine.DomainTracker).Stats().BarrierAppends
 			per := (b.N + conc - 1) / conc
 			lats := make([]enginetest.Latencies, conc)
 			var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func BenchmarkLinearizableREST(b *testing.B) {
 			}
 			all.Report(b)
 			b.ReportMetric(float64(per*conc)/el.Seconds(), "reads/s")
-			b.ReportMetric(float64(r.n.Replica(engine.DomainTracker).BarrierAppends()-before)/float64(per*conc), "barriers/read")
+			b.ReportMetric(float64(r.n.Replica(engine.DomainTracker).Stats().BarrierAppends-before)/float64(per*conc), "barriers/read")
 		})
 	}
 }

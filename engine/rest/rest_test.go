@@ -198,9 +198,9 @@ func grammarLevels(t *testing.T, r *rig) {
 			t.Fatalf("%s: lag presence wrong: %s", l, a.raw)
 		}
 	}
-	before := r.n.Replica(engine.DomainTracker).BarrierAppends()
+	before := r.n.Replica(engine.DomainTracker).Stats().BarrierAppends
 	r.get("/api/v1/projects", q("read_level", "linearizable")).served(t, engine.Linearizable)
-	if r.n.Replica(engine.DomainTracker).BarrierAppends() == before {
+	if r.n.Replica(engine.DomainTracker).Stats().BarrierAppends == before {
 		t.Fatal("a linearizable read appended no barrier")
 	}
 }
@@ -366,12 +366,12 @@ func TestLogFull(t *testing.T) {
 	if limit := tracker.Spec.Ordinary(ceiling); info.Bytes > uint64(limit) {
 		t.Fatalf("barriers took the log to %d bytes, past the ordinary ceiling %d", info.Bytes, limit)
 	}
-	before := r.n.Replica(engine.DomainTracker).BarrierAppends()
+	before := r.n.Replica(engine.DomainTracker).Stats().BarrierAppends
 	a = r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).refused(t, engine.CodeLogFull)
 	if !strings.Contains(a.body["message"].(string), "set-capacity") {
 		t.Fatalf("log_full says nothing to do: %s", a.raw)
 	}
-	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); r.n.Replica(engine.DomainTracker).BarrierAppends() != before || now.LastSeq != info.LastSeq {
+	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); r.n.Replica(engine.DomainTracker).Stats().BarrierAppends != before || now.LastSeq != info.LastSeq {
 		t.Fatal("a barrier was appended on a full log")
 	}
 	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)

@@ -214,7 +214,7 @@ func standing(st NodeState) *engine.Refusal {
 // good, so its rows are frozen. Lag is not among them: a node that is
 // behind still serves, and its reads wait or refuse behind on their own.
 func (r *Replica) OutOfService() *engine.Refusal {
-	st := r.State()
+	st := r.state()
 	if ref := standing(st); ref != nil {
 		return ref
 	}

@@ -95,7 +95,7 @@ func (a *alarmState) retainedAt(seq uint64, t time.Time) {
 func (r *Replica) Alarms(ctx context.Context) []Alarm {
 	var out []Alarm
 	now := r.cfg.Clock.Now()
-	if f := r.Fault(); f != nil {
+	if f := r.fault(); f != nil {
 		p := r.Position(r.Applied())
 		out = append(out, Alarm{Name: AlarmApplierFaulted, Domain: r.domain, Position: &p, OutOfService: r.OutOfService() != nil,
 			Message: fmt.Sprintf("the %s applier is stuck at %s: %v. Its rows are frozen and its reads refuse stalled; a retried failure clears on its own when an attempt succeeds, a stopped applier needs what statelog_applier_stopped names.", r.stream, p.Token(), f)})
@@ -227,6 +227,3 @@ func (r *Replica) appendedAt(ctx context.Context, seq uint64, now time.Time) tim
 	r.alarms.retainedAt(seq, t)
 	return t
 }
-
-// Retained is how many records this replica holds undecoded.
-func (r *Replica) Retained() int64 { return r.retained.Load() }

@@ -125,7 +125,3 @@ func (a *answerRows) take(opID string, seq uint64) any {
 	}
 	return nil
 }
-
-// AnswersFromApply counts the writes answered with what the applier read
-// for them (Answerer) instead of a read of their own.
-func (r *Replica) AnswersFromApply() uint64 { return r.answers.taken.Load() }

@@ -77,12 +77,6 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 	}
 }
 
-// ApplyBatches counts the batches the applier applied and the deliveries
-// they carried (benchmarks report records per transaction).
-func (r *Replica) ApplyBatches() (batches, deliveries uint64) {
-	return r.batches.Load(), r.delivered.Load()
-}
-
 // applyWithRetry applies one batch, retrying a failure in place: the run
 // of failures is logged once when it starts, once more when it outlives the
 // retry budget (reads then refuse stalled), and once when it ends.

@@ -133,9 +133,6 @@ func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {
 	return ack.Seq, nil
 }
 
-// BarrierAppends is how many barrier records this replica has appended.
-func (r *Replica) BarrierAppends() uint64 { return r.barriers.appends.Load() }
-
 // SetCoalescing turns barrier coalescing on or off (benchmarks compare).
 func (r *Replica) SetCoalescing(on bool) { r.barriers.off.Store(!on) }
 

@@ -155,7 +155,7 @@ func (h *harness) gate(t *testing.T, td *datadriven.TestData, say func(string, .
 	if err != nil {
 		return err
 	}
-	w, err := n.rep.GateNode(ctx, op, target, td.Cmd == "evict")
+	w, err := statelog.GateNode(n.rep, ctx, op, target, td.Cmd == "evict")
 	say("%s: %s", opName, written(w, err))
 	return nil
 }

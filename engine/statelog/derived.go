@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"sync"
-	"time"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -74,41 +72,4 @@ func (r *Replica) rederive(ctx context.Context) error {
 	}
 	r.log.Info(engine.EvRederived, "from", from, "to", to, "rows", rows)
 	return nil
-}
-
-// ApplyStats is the longest apply transaction and the longest batch this
-// replica has observed since it opened (the retention answer publishes
-// them).
-type ApplyStats struct {
-	LongestTx        time.Duration `json:"longest_tx"`
-	LongestTxRecords int           `json:"longest_tx_records"`
-	LongestTxRows    int           `json:"longest_tx_rows"`
-	LongestBatch     int           `json:"longest_batch_records"`
-	LongestBatchRows int           `json:"longest_batch_rows"`
-}
-
-type applyStats struct {
-	mu sync.Mutex
-	s  ApplyStats
-}
-
-func (a *applyStats) observe(records, rows int, took time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if took > a.s.LongestTx {
-		a.s.LongestTx, a.s.LongestTxRecords, a.s.LongestTxRows = took, records, rows
-	}
-	if records > a.s.LongestBatch {
-		a.s.LongestBatch = records
-	}
-	if rows > a.s.LongestBatchRows {
-		a.s.LongestBatchRows = rows
-	}
-}
-
-// ApplyStats reads the longest transaction and batch observed.
-func (r *Replica) ApplyStats() ApplyStats {
-	r.stats.mu.Lock()
-	defer r.stats.mu.Unlock()
-	return r.stats.s
 }

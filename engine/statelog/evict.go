@@ -139,9 +139,9 @@ func (r *Replica) EvictedNodes(ctx context.Context) ([]string, error) {
 // Evicted reports whether this node stands evicted on this log.
 func (r *Replica) Evicted() bool { return r.evicted.Load() }
 
-// GateNode appends an eviction (evict true) or a readmission of node on
+// gateNode appends an eviction (evict true) or a readmission of node on
 // this log under op, through the write path. A node cannot gate itself.
-func (r *Replica) GateNode(ctx context.Context, op Op, node string, evict bool) (Written, error) {
+func (r *Replica) gateNode(ctx context.Context, op Op, node string, evict bool) (Written, error) {
 	if node == r.cfg.Node {
 		return Written{WriteResult: engine.WriteResult{OpID: op.ID.String()}}, engine.Refuse(engine.CodeInvalidArgument,
 			"node %s cannot evict or readmit itself; run it on another data node.", node)

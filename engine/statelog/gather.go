@@ -118,6 +118,3 @@ func fill(batch []Delivery, c <-chan Delivery) []Delivery {
 	}
 	return batch
 }
-
-// GatheredBatches counts the apply batches that waited for more records.
-func (r *Replica) GatheredBatches() uint64 { return r.gatherer.waits.Load() }

@@ -57,15 +57,15 @@ func TestApplierGatherNeedsOwnAppendsUnderWay(t *testing.T) {
 		r := gatherReplica(0)
 		c := make(chan Delivery, 4)
 		c <- gatherRecord(2)
-		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 1 || r.GatheredBatches() != 0 {
-			t.Fatalf("took %d records after %d waits; want the batch as it came, without a wait", len(got), r.GatheredBatches())
+		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 1 || r.Stats().GatheredBatches != 0 {
+			t.Fatalf("took %d records after %d waits; want the batch as it came, without a wait", len(got), r.Stats().GatheredBatches)
 		}
 	})
 	t.Run("a batch holding a barrier", func(t *testing.T) {
 		r := gatherReplica(3)
 		got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1), gatherBarrier(2)}, make(chan Delivery)))
-		if len(got) != 2 || r.GatheredBatches() != 0 {
-			t.Fatalf("took %d records after %d waits; want no wait: a linearizable read waits on the barrier", len(got), r.GatheredBatches())
+		if len(got) != 2 || r.Stats().GatheredBatches != 0 {
+			t.Fatalf("took %d records after %d waits; want no wait: a linearizable read waits on the barrier", len(got), r.Stats().GatheredBatches)
 		}
 	})
 	t.Run("a full batch", func(t *testing.T) {
@@ -74,8 +74,8 @@ func TestApplierGatherNeedsOwnAppendsUnderWay(t *testing.T) {
 		for i := range gatherBelow {
 			batch = append(batch, gatherRecord(uint64(i+1)))
 		}
-		if got := taken(t, gatherAsync(r, batch, make(chan Delivery))); len(got) != gatherBelow || r.GatheredBatches() != 0 {
-			t.Fatalf("took %d records after %d waits; want %d without a wait", len(got), r.GatheredBatches(), gatherBelow)
+		if got := taken(t, gatherAsync(r, batch, make(chan Delivery))); len(got) != gatherBelow || r.Stats().GatheredBatches != 0 {
+			t.Fatalf("took %d records after %d waits; want %d without a wait", len(got), r.Stats().GatheredBatches, gatherBelow)
 		}
 	})
 }
@@ -88,8 +88,8 @@ func TestApplierGatherEnds(t *testing.T) {
 		for i := 2; i <= gatherBelow; i++ {
 			c <- gatherRecord(uint64(i)) // unbuffered: each is taken by the wait
 		}
-		if got := taken(t, out); len(got) != gatherBelow || r.GatheredBatches() != 1 {
-			t.Fatalf("took %d records after %d waits; want %d after one", len(got), r.GatheredBatches(), gatherBelow)
+		if got := taken(t, out); len(got) != gatherBelow || r.Stats().GatheredBatches != 1 {
+			t.Fatalf("took %d records after %d waits; want %d after one", len(got), r.Stats().GatheredBatches, gatherBelow)
 		}
 	})
 	t.Run("when a barrier arrives", func(t *testing.T) {
@@ -121,13 +121,13 @@ func TestApplierGatherEnds(t *testing.T) {
 		r := gatherReplica(1)
 		r.gatherer.wait = time.Millisecond
 		c := make(chan Delivery, 1)
-		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 1 || r.GatheredBatches() != 1 {
-			t.Fatalf("took %d records after %d waits; want 1 after one", len(got), r.GatheredBatches())
+		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 1 || r.Stats().GatheredBatches != 1 {
+			t.Fatalf("took %d records after %d waits; want 1 after one", len(got), r.Stats().GatheredBatches)
 		}
 		// The timer is used again for the next wait.
 		c <- gatherRecord(2)
-		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 2 || r.GatheredBatches() != 2 {
-			t.Fatalf("took %d records after %d waits; want 2 after two", len(got), r.GatheredBatches())
+		if got := taken(t, gatherAsync(r, []Delivery{gatherRecord(1)}, c)); len(got) != 2 || r.Stats().GatheredBatches != 2 {
+			t.Fatalf("took %d records after %d waits; want 2 after two", len(got), r.Stats().GatheredBatches)
 		}
 	})
 }

@@ -121,6 +121,35 @@ type Domain interface {
 	Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at Applying) error
 }
 
+// DomainReplica is what a domain's service sees of its replica
+// (*Replica): the write path, the read path, a wait for the applier, and
+// positions. The rest of a Replica (its standing, stats, alarms, capacity,
+// floor and eviction) is the node's and the fleet's, never a domain's.
+type DomainReplica interface {
+	// Write decides a record against the local rows, publishes it and
+	// waits for this node to apply it: applied, pending or unknown.
+	Write(ctx context.Context, op Op, decide Decide) (Written, error)
+	// Settle runs fn, and runs it again at the log's end where it ends in
+	// a refusal decided from the rows (engine.DecidedFromRows).
+	Settle(ctx context.Context, fn func(ctx context.Context) error) error
+	// Read admits a read at opts' level and runs fn in one read snapshot.
+	Read(ctx context.Context, opts engine.ReadOptions, fn ReadFunc) (engine.ReadInfo, error)
+	// ReadObject is Read about one object, compared at its own version.
+	ReadObject(ctx context.Context, opts engine.ReadOptions, fn ObjectReadFunc) (engine.ReadInfo, error)
+	// ReadObjectRow is ReadObject where one statement answers (slow where
+	// it cannot).
+	ReadObjectRow(ctx context.Context, opts engine.ReadOptions, one RowRead, slow ObjectReadFunc) (engine.ReadInfo, error)
+	// Prepared reads inside tx (a read's snapshot or a decision's) through
+	// statements prepared once per connection.
+	Prepared(tx *sql.Tx) Reader
+	// Waiter waits for this node to apply a sequence.
+	Waiter
+	// Position turns a sequence on the domain's log into a position.
+	Position(seq uint64) engine.Position
+}
+
+var _ DomainReplica = (*Replica)(nil)
+
 // Applying tells a domain where the record it applies sits.
 type Applying struct {
 	Seq  uint64

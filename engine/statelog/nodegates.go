@@ -67,7 +67,7 @@ func (g *NodeGates) gate(ctx context.Context, w engine.WriteOptions, node string
 	for _, r := range g.Replicas {
 		domain := string(r.Domain())
 		ok, err := wk.Step(ctx, r, verb, domain, domain, func(ctx context.Context, sop Op) (Written, error) {
-			return r.GateNode(ctx, sop, node, evict)
+			return r.gateNode(ctx, sop, node, evict)
 		})
 		if err != nil || !ok {
 			stepErr = err

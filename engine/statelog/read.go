@@ -65,7 +65,7 @@ func (r *Replica) readAdmitted(ctx context.Context, adm Admission, fn ObjectRead
 	// everything between is a held barrier (a commit after passed was
 	// read writes a checkpoint at or past it).
 	var seen uint64
-	if err := r.QueryRow(ctx, tx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
+	if err := r.Prepared(tx).QueryRowContext(ctx, `SELECT seq FROM statelog_checkpoint WHERE domain = ?`, string(r.domain)).Scan(&seen); err != nil {
 		return engine.ReadInfo{}, err
 	}
 	seen = max(seen, passed, adm.Through)
@@ -111,7 +111,7 @@ const maxAdmitSteps = 6
 func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) (Admission, error) {
 	req := AdmitRequest{Options: opts}
 	for step := 0; step < maxAdmitSteps; step++ {
-		a := Admit(req, r.State())
+		a := Admit(req, r.state())
 		switch {
 		case a.Refusal != nil:
 			return a, a.Refusal
@@ -143,9 +143,9 @@ func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) (Admission
 	return Admission{}, fmt.Errorf("statelog: admission of a %s read did not settle in %d steps", opts.Level, maxAdmitSteps)
 }
 
-// State is this replica's standing for admission, taken without a broker
+// state is this replica's standing for admission, taken without a broker
 // call.
-func (r *Replica) State() NodeState {
+func (r *Replica) state() NodeState {
 	floor, floorErr := r.Floor()
 	return NodeState{
 		Stream:       r.stream,
@@ -153,7 +153,7 @@ func (r *Replica) State() NodeState {
 		Applied:      r.Applied(),
 		LogEnd:       r.logEnd.Load(),
 		DrainRate:    r.drain.get(),
-		Fault:        r.Fault(),
+		Fault:        r.fault(),
 		Publishing:   r.cfg.Publishing,
 		ScopeUnknown: r.scopeUnknown.Load(),
 		Evicted:      r.evicted.Load(),
@@ -177,7 +177,7 @@ func (r *Replica) waitFor(ctx context.Context, seq uint64, what string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	st := r.State()
+	st := r.state()
 	if st.Fault != nil {
 		return stalled(st)
 	}
@@ -185,7 +185,7 @@ func (r *Replica) waitFor(ctx context.Context, seq uint64, what string) error {
 }
 
 func (r *Replica) stalledRefusal(fault error) *engine.Refusal {
-	st := r.State()
+	st := r.state()
 	st.Fault = fault
 	return stalled(st)
 }

@@ -43,7 +43,7 @@ func (r *Replica) Replication(ctx context.Context) Standing {
 	cancel()
 	seq, through := r.progress.get()
 	out := Standing{ReadInfo: engine.ReadInfo{SeenThrough: r.Position(seq), Complete: r.retained.Load() == 0}, AppliedThrough: r.Position(through)}
-	if f := r.Fault(); f != nil {
+	if f := r.fault(); f != nil {
 		out.Error = f.Error()
 	}
 	if err != nil {

@@ -35,8 +35,8 @@ type Spec struct {
 	// the estate: a copy out of service takes the node out.
 	Estate bool
 	// Service builds the domain's service (what its tools and routes
-	// call) over its replica.
-	Service func(r *Replica, clock engine.Clock) any
+	// call) over the domain's view of its replica.
+	Service func(r DomainReplica, clock engine.Clock) any
 }
 
 // Name is the domain's name.

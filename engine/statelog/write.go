@@ -131,14 +131,14 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if !r.cfg.Publishing {
 		return engine.Refuse(engine.CodeMaintenance, "this node runs in a capacity window that publishes nothing, so it takes no writes. Write again once the fleet is back in normal mode.")
 	}
-	if st := r.State(); st.FloorUnknown || st.BelowFloor {
+	if st := r.state(); st.FloorUnknown || st.BelowFloor {
 		// Decided against rows that may miss state: refused like a read.
 		return standing(st)
 	}
-	if f := r.Fault(); f != nil {
+	if f := r.fault(); f != nil {
 		return r.stalledRefusal(f)
 	}
-	if st := r.State(); st.BelowFloor {
+	if st := r.state(); st.BelowFloor {
 		return standing(st)
 	}
 	if r.evicted.Load() {
@@ -176,7 +176,7 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			if settled || !engine.DecidedFromRows(err) {
 				return out, err
 			}
-			if err := r.SyncToLogEnd(ctx); err != nil {
+			if err := r.syncToLogEnd(ctx); err != nil {
 				return out, err
 			}
 			settled = true
@@ -286,13 +286,13 @@ func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, er
 	return record.Encode(rec)
 }
 
-// SyncToLogEnd establishes the log's end with a barrier append (coalesced
+// syncToLogEnd establishes the log's end with a barrier append (coalesced
 // with the linearizable reads in flight) and waits, within the read
 // budget, for this node's applier to pass it: the rows are then at least
 // as new as anything acknowledged before the call. It refuses with the
 // read refusals (no_quorum, broker_unreachable, behind, maintenance, ...)
 // when the end cannot be established.
-func (r *Replica) SyncToLogEnd(ctx context.Context) error {
+func (r *Replica) syncToLogEnd(ctx context.Context) error {
 	_, err := r.admit(ctx, engine.ReadOptions{Level: engine.Linearizable})
 	return err
 }
@@ -307,7 +307,7 @@ func (r *Replica) Settle(ctx context.Context, fn func(ctx context.Context) error
 	if !engine.DecidedFromRows(err) {
 		return err
 	}
-	if serr := r.SyncToLogEnd(ctx); serr != nil {
+	if serr := r.syncToLogEnd(ctx); serr != nil {
 		return serr
 	}
 	return fn(ctx)
@@ -320,7 +320,7 @@ func (r *Replica) Settle(ctx context.Context, fn func(ctx context.Context) error
 // which nothing landed anywhere is refused, since a first use must come
 // within the window.
 func (r *Replica) lateKey(ctx context.Context, op Op, out Written) (Written, error) {
-	if err := r.SyncToLogEnd(ctx); err != nil {
+	if err := r.syncToLogEnd(ctx); err != nil {
 		return out, err
 	}
 	if answered, res, err := r.fromLedger(ctx, op, out); answered {

@@ -18,7 +18,7 @@ func TestWriteAnswersWithTheApplierRead(t *testing.T) {
 	ctx := context.Background()
 	r.project("ENG")
 	rep := r.n.Replica(engine.DomainTracker)
-	before := rep.AnswersFromApply()
+	before := rep.Stats().AnswersFromApply
 	created, err := r.svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "made"})
 	if err != nil || created.Outcome != engine.Applied || created.Item == nil {
 		t.Fatalf("create: %+v %v", created, err)
@@ -28,7 +28,7 @@ func TestWriteAnswersWithTheApplierRead(t *testing.T) {
 	if err != nil || updated.Outcome != engine.Applied || updated.Item == nil {
 		t.Fatalf("update: %+v %v", updated, err)
 	}
-	if got := rep.AnswersFromApply() - before; got != 2 {
+	if got := rep.Stats().AnswersFromApply - before; got != 2 {
 		t.Fatalf("%d of 2 writes answered with the applier's read", got)
 	}
 	got, err := r.svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, created.Item.Key)

@@ -15,6 +15,8 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // BenchmarkBulkApplyDrain measures a maximal bulk update — 7 950 items
@@ -50,7 +52,7 @@ func BenchmarkBulkApplyDrain(b *testing.B) {
 	b.ReportMetric(rows/bare.Seconds(), "bare-rows/s")
 	b.ReportMetric(bare.Seconds()/bulk.Seconds(), "ratio-to-bare")
 	b.ReportMetric(bulk.Seconds()/float64(b.N), "bulk-s/op")
-	st := r.n.Replica(engine.DomainTracker).ApplyStats()
+	st := r.n.Replica(engine.DomainTracker).Stats().Apply
 	b.ReportMetric(float64(st.LongestTxRows), "longest-tx-rows")
 	b.ReportMetric(st.LongestTx.Seconds(), "longest-tx-s")
 }
@@ -90,7 +92,7 @@ func publishCreates(b testing.TB, r *rig, project string, n int) []string {
 		w := r.op("create_work_item", project)
 		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_b%07d", i), "project": project, "number": i + 1,
 			"title": fmt.Sprintf("item %d", i), "description": "", "status": "open", "assignee": ""})
-		rec := &record.Record{Kind: tracker.KindCreateWorkItem, Version: 1, OpID: w.OpID, Writer: "n1", Generation: 1,
+		rec := &record.Record{Kind: trackrec.KindCreateWorkItem, Version: 1, OpID: w.OpID, Writer: "n1", Generation: 1,
 			Subject: "crewlet.tracker.project." + project, Payload: payload}
 		data, err := record.Encode(rec)
 		if err != nil {
@@ -140,7 +142,7 @@ func buildFixture(b *testing.B, path string, items int, words []string) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(tracker.Domain{}.Schema()); err != nil {
+	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -156,7 +158,7 @@ func buildFixture(b *testing.B, path string, items int, words []string) {
 	_ = apply
 	tx, _ := db.BeginTx(ctx, nil)
 	pp, _ := json.Marshal(map[string]string{"key": "ENG", "name": "Engineering"})
-	if err := (tracker.Domain{}).Apply(ctx, tx, &record.Record{Kind: tracker.KindCreateProject, Payload: pp, Subject: "crewlet.tracker.project.ENG"}, statelog.Applying{Seq: seq, Time: time.Now()}); err != nil {
+	if err := (trackapply.Domain{}).Apply(ctx, tx, &record.Record{Kind: trackrec.KindCreateProject, Payload: pp, Subject: "crewlet.tracker.project.ENG"}, statelog.Applying{Seq: seq, Time: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < items; i++ {
@@ -169,7 +171,7 @@ func buildFixture(b *testing.B, path string, items int, words []string) {
 		seq++
 		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_f%07d", i), "project": "ENG", "number": i + 1,
 			"title": pick(5), "description": pick(20), "status": "open", "assignee": ""})
-		if err := (tracker.Domain{}).Apply(ctx, tx, &record.Record{Kind: tracker.KindCreateWorkItem, Payload: payload, Subject: "crewlet.tracker.project.ENG"},
+		if err := (trackapply.Domain{}).Apply(ctx, tx, &record.Record{Kind: trackrec.KindCreateWorkItem, Payload: payload, Subject: "crewlet.tracker.project.ENG"},
 			statelog.Applying{Seq: seq, Time: time.Now()}); err != nil {
 			b.Fatal(err)
 		}

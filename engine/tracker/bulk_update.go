@@ -11,6 +11,8 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // BulkPatch is what BulkUpdate applies to every item it names.
@@ -82,9 +84,9 @@ func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string,
 	if p.Status != nil {
 		per++
 	}
-	kind := KindBulkUpdate
+	kind := trackrec.KindBulkUpdate
 	if p.Assignee != nil {
-		per, kind = per+1, KindBulkSet
+		per, kind = per+1, trackrec.KindBulkSet
 	}
 	chunk := max(1, statelog.MaxTxRows/per)
 	wk := s.newWalk(op)
@@ -92,8 +94,8 @@ func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string,
 	for start := 0; start < len(ids); start += chunk {
 		part := ids[start:min(start+chunk, len(ids))]
 		ok, err := wk.step(ctx, "bulk", part[0], fmt.Sprintf("%d items from %s", len(part), keys[start]), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: kind, Subject: projectSubject(project), Scope: []string{"project:" + project},
-				Payload: bulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status, Assignee: p.Assignee}}, nil
+			return &statelog.Proposal{Kind: kind, Subject: trackrec.ProjectSubject(project), Scope: []string{trackrec.ProjectScope(project)},
+				Payload: trackrec.BulkUpdate{Project: project, Items: part, AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status, Assignee: p.Assignee}}, nil
 		})
 		if !ok {
 			return wk.answer(), err
@@ -112,8 +114,8 @@ func (s *Service) resolveMany(ctx context.Context, tx *sql.Tx, keys []string) ([
 		purged sql.NullInt64
 	}
 	byKey := make(map[string]found, len(keys))
-	for start := 0; start < len(keys); start += MaxRowsPerStatement {
-		chunk := keys[start:min(start+MaxRowsPerStatement, len(keys))]
+	for start := 0; start < len(keys); start += trackapply.MaxRowsPerStatement {
+		chunk := keys[start:min(start+trackapply.MaxRowsPerStatement, len(keys))]
 		args := make([]any, len(chunk))
 		for i, k := range chunk {
 			args[i] = k

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // CommentInput is comment_on_work_item: a new comment on Key, or, with
@@ -62,13 +63,13 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 		if id, err = s.resolve(ctx, tx, in.Key); err != nil {
 			return nil, err
 		}
-		p := &statelog.Proposal{Kind: KindComment, Subject: itemSubject(id), Scope: []string{"item:" + id},
-			Payload: comment{ID: id, Author: in.Author, Body: in.Body}}
+		p := &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)},
+			Payload: trackrec.Comment{ID: id, Author: in.Author, Body: in.Body}}
 		if in.CommentID != 0 {
 			if err := s.checkCommentAuthor(ctx, tx, in, id); err != nil {
 				return nil, err
 			}
-			p.Kind, p.Payload = KindEditComment, editComment{ID: id, Comment: in.CommentID, Author: in.Author, Body: in.Body, Delete: in.Delete}
+			p.Kind, p.Payload = trackrec.KindEditComment, trackrec.EditComment{ID: id, Comment: in.CommentID, Author: in.Author, Body: in.Body, Delete: in.Delete}
 		}
 		return p, nil
 	})
@@ -94,7 +95,7 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 // is someone else's.
 func (s *Service) checkCommentAuthor(ctx context.Context, tx *sql.Tx, in CommentInput, id string) error {
 	var author string
-	err := s.replica.QueryRow(ctx, tx, `SELECT author FROM tracker_comments WHERE item = ? AND seq = ?`, id, in.CommentID).Scan(&author)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT author FROM tracker_comments WHERE item = ? AND seq = ?`, id, in.CommentID).Scan(&author)
 	if errors.Is(err, sql.ErrNoRows) {
 		return engine.Refuse(engine.CodeNotFound, "comment %d on %s does not exist; get_work_item lists its comments with their ids.", in.CommentID, in.Key)
 	}
@@ -110,7 +111,7 @@ func (s *Service) checkCommentAuthor(ctx context.Context, tx *sql.Tx, in Comment
 // readComments reads an item's comments where cond holds (over
 // tracker_comments c), newest limit of them, oldest first.
 func (s *Service) readComments(ctx context.Context, tx *sql.Tx, limit int, cond string, args ...any) ([]Comment, error) {
-	rows, err := s.replica.Query(ctx, tx, `SELECT id, version, author, body, at FROM (
+	rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT id, version, author, body, at FROM (
 		SELECT c.seq AS id, coalesce(v.version, c.seq) AS version, c.author AS author, c.body AS body, c.at AS at
 		FROM tracker_comments c LEFT JOIN tracker_comment_versions v ON v.item = c.item AND v.seq = c.seq
 		WHERE `+cond+` ORDER BY c.seq DESC LIMIT ?) ORDER BY id`, append(args, limit)...)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // CommentPage answers list_comments: a page of an item's comments, newest
@@ -43,14 +44,14 @@ func (s *Service) ListComments(ctx context.Context, r engine.ReadOptions, key, c
 	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		id, err := s.resolve(ctx, tx, key)
 		if err != nil {
-			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
+			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
 		// readComments answers oldest first; a page here is newest first.
 		cs, err := s.readComments(ctx, tx, limit+1, `c.item = ? AND c.seq < ?`, id, before)
 		for i := len(cs) - 1; i >= 0; i-- {
 			out.Comments = append(out.Comments, cs[i])
 		}
-		return []string{"item:" + id}, err
+		return []string{trackrec.ItemScope(id)}, err
 	})
 	if len(out.Comments) > limit {
 		out.Comments = out.Comments[:limit]

@@ -1,7 +1,8 @@
-// Package tracker is the work-tracker domain: projects, work items keyed
-// PREFIX-n, and the records that change them. It plugs into the replication
-// framework as a statelog.Domain (the apply side: rows from records) and
-// offers the tracker's service (the decide side: validate, read the local
-// rows, build a record and hand it to the write path), with its REST read
-// and operator write routes. Spec is how a node runs it.
+// Package tracker is the work-tracker domain's service: projects, work
+// items keyed PREFIX-n, and the gestures that change them. It is the
+// decide side (validate, read the local rows, build a record and hand it
+// to the write path) and the reads, over the domain's view of its replica
+// (statelog.DomainReplica), with its REST read and operator write routes.
+// The record contract is trackrec, the apply side (the rows a record
+// writes) trackapply; Spec is how a node runs the three together.
 package tracker

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // walk is a tracker gesture: the framework's walk (statelog.Walk), its
@@ -121,7 +123,7 @@ func (s *Service) queryIDs(ctx context.Context, q string, args ...any) ([]string
 	var out []string
 	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = queryStrings(ctx, tx, q, args...)
+		out, err = sqlite.Strings(ctx, tx, q, args...)
 		return err
 	})
 	return out, err
@@ -209,15 +211,15 @@ func namesOtherItems(p ItemPatch) bool {
 // resolvedPatch is a patch's other ends by id: the edges to add and to
 // take down, and the new parent ("" to the top; nil when unchanged).
 type resolvedPatch struct {
-	adds, removes []edgeRef
+	adds, removes []trackrec.EdgeRef
 	parent        *string
 }
 
 // resolvePatch looks up every item a patch of item id names, each at the
 // log's end (lookup): an edge to the item itself is refused.
 func (s *Service) resolvePatch(ctx context.Context, key, id string, p ItemPatch) (resolvedPatch, error) {
-	resolveEdges := func(es []Edge) ([]edgeRef, error) {
-		out := make([]edgeRef, 0, len(es))
+	resolveEdges := func(es []Edge) ([]trackrec.EdgeRef, error) {
+		out := make([]trackrec.EdgeRef, 0, len(es))
 		for _, e := range es {
 			oid, err := s.lookup(ctx, e.Key)
 			if err != nil {
@@ -226,7 +228,7 @@ func (s *Service) resolvePatch(ctx context.Context, key, id string, p ItemPatch)
 			if oid == id {
 				return nil, invalid("%s cannot have an edge to itself.", key)
 			}
-			out = append(out, edgeRef{Kind: e.Kind, Other: oid})
+			out = append(out, trackrec.EdgeRef{Kind: e.Kind, Other: oid})
 		}
 		return out, nil
 	}
@@ -265,16 +267,16 @@ func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, 
 		ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
 		return nil, ref.With("current_version", it.Version)
 	}
-	scope := []string{"item:" + id}
+	scope := []string{trackrec.ItemScope(id)}
 	parent := rp.parent
 	if parent != nil && *parent != "" {
 		if err := checkNoCycle(ctx, tx, id, *parent); err != nil {
 			return nil, err
 		}
-		scope = append(scope, "item:"+*parent)
+		scope = append(scope, trackrec.ItemScope(*parent))
 	}
 	for _, e := range append(slices.Clone(rp.adds), rp.removes...) {
-		scope = append(scope, "item:"+e.Other)
+		scope = append(scope, trackrec.ItemScope(e.Other))
 	}
 	status, err := decideTransition(key, it.Status, p)
 	if err != nil {
@@ -283,15 +285,15 @@ func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, 
 	if err := checkNoDependencyCycle(ctx, tx, id, rp.adds); err != nil {
 		return nil, err
 	}
-	u := updateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: status, Assignee: p.Assignee,
+	u := trackrec.UpdateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: status, Assignee: p.Assignee,
 		Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
 		RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes,
 		Priority: p.Priority, Due: p.Due, Estimate: p.Estimate, Type: p.Type}
 	version := 0
 	if patchHasFields(p) {
-		version = FieldsFormat
+		version = trackrec.FieldsFormat
 	}
-	return &statelog.Proposal{Kind: KindUpdateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: u, Version: version}, nil
+	return &statelog.Proposal{Kind: trackrec.KindUpdateWorkItem, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: u, Version: version}, nil
 }
 
 func checkPatch(p ItemPatch) error {
@@ -367,7 +369,7 @@ func checkNoCycle(ctx context.Context, tx *sql.Tx, id, parent string) error {
 }
 
 // mirrors finishes a create's dependencies: each mirror as a step.
-func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first ItemWrite, adds, removes []edgeRef) (ItemWrite, error) {
+func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first ItemWrite, adds, removes []trackrec.EdgeRef) (ItemWrite, error) {
 	wk := s.newWalk(op)
 	// The create itself was written under the gesture's own id before
 	// the walk: it is the walk's first step.
@@ -379,21 +381,21 @@ func (s *Service) mirrors(ctx context.Context, op statelog.Op, id string, first 
 // mirrorsOn writes the mirror of each authored edge on the other item, one
 // step per other item. A mirror step answered unknown leaves that edge
 // one-sided, and the answer names it.
-func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, removes []edgeRef) (ItemWrite, error) {
-	per := map[string]*mirrorEdges{}
+func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, removes []trackrec.EdgeRef) (ItemWrite, error) {
+	per := map[string]*trackrec.MirrorEdges{}
 	var others []string
 	for _, list := range []struct {
-		es  []edgeRef
+		es  []trackrec.EdgeRef
 		add bool
 	}{{adds, true}, {removes, false}} {
 		for _, e := range list.es {
 			m := per[e.Other]
 			if m == nil {
-				m = &mirrorEdges{ID: e.Other}
+				m = &trackrec.MirrorEdges{ID: e.Other}
 				per[e.Other] = m
 				others = append(others, e.Other)
 			}
-			me := edgeRef{Kind: MirrorOf(e.Kind), Other: id}
+			me := trackrec.EdgeRef{Kind: trackrec.MirrorOf(e.Kind), Other: id}
 			if list.add {
 				m.Add = append(m.Add, me)
 			} else {
@@ -406,7 +408,7 @@ func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, remo
 		m := per[o]
 		okey := s.keyOf(ctx, o)
 		ok, err := wk.step(ctx, "mirror", o, okey, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: KindMirrorEdges, Subject: itemSubject(o), Scope: []string{"item:" + o, "item:" + id}, Payload: m}, nil
+			return &statelog.Proposal{Kind: trackrec.KindMirrorEdges, Subject: trackrec.ItemSubject(o), Scope: []string{trackrec.ItemScope(o), trackrec.ItemScope(id)}, Payload: m}, nil
 		})
 		if err != nil {
 			return wk.answer(), err
@@ -445,7 +447,7 @@ func (s *Service) CommentOnWorkItem(ctx context.Context, w engine.WriteOptions, 
 		if id, err = s.resolve(ctx, tx, key); err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindComment, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: comment{ID: id, Author: author, Body: body}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Comment{ID: id, Author: author, Body: body}}, nil
 	})
 	if id == "" && err == nil {
 		id, _ = s.lookup(ctx, key)
@@ -460,7 +462,7 @@ func (s *Service) markStep(ctx context.Context, wk *walk, verb, id, key, value s
 		if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindMark, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: mark{ID: id, Mark: value}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindMark, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Mark{ID: id, Mark: value}}, nil
 	})
 }
 
@@ -474,7 +476,7 @@ func (s *Service) checkVersion(ctx context.Context, tx *sql.Tx, id, key string, 
 		return nil
 	}
 	var v uint64
-	err := s.replica.QueryRow(ctx, tx, `SELECT max(version, scoped_through) FROM tracker_items WHERE id = ?`, id).Scan(&v)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT max(version, scoped_through) FROM tracker_items WHERE id = ?`, id).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFoundItem(key)
 	}
@@ -533,7 +535,7 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		id := queue[0]
 		queue = queue[1:]
 		ok, err := wk.step(ctx, "move", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: KindMove, Subject: itemSubject(id), Scope: []string{"item:" + id, "project:" + to}, Payload: move{ID: id, To: to}}, nil
+			return &statelog.Proposal{Kind: trackrec.KindMove, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id), trackrec.ProjectScope(to)}, Payload: trackrec.Move{ID: id, To: to}}, nil
 		})
 		if !ok {
 			// No descendant follows an item whose own move is unknown.
@@ -592,8 +594,8 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 	}
 	for i, d := range dups {
 		ok, err := wk.step(ctx, "merge", d, duplicates[i], func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: KindMergeDuplicate, Subject: itemSubject(d), Scope: []string{"item:" + d, "item:" + target},
-				Payload: mergeDuplicate{ID: d, Into: target}}, nil
+			return &statelog.Proposal{Kind: trackrec.KindMergeDuplicate, Subject: trackrec.ItemSubject(d), Scope: []string{trackrec.ItemScope(d), trackrec.ItemScope(target)},
+				Payload: trackrec.MergeDuplicate{ID: d, Into: target}}, nil
 		})
 		if !ok {
 			return wk.finish(ctx, target, err)
@@ -632,7 +634,7 @@ func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key 
 			if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 				return nil, err
 			}
-			return &statelog.Proposal{Kind: KindTrash, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: trash{ID: id, Root: root}}, nil
+			return &statelog.Proposal{Kind: trackrec.KindTrash, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Trash{ID: id, Root: root}}, nil
 		})
 		if !ok {
 			return wk.finish(ctx, root, err)
@@ -679,7 +681,7 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 				if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 					return nil, err
 				}
-				return &statelog.Proposal{Kind: KindRestore, Subject: itemSubject(id), Scope: []string{"item:" + id}, Payload: restore{ID: id}}, nil
+				return &statelog.Proposal{Kind: trackrec.KindRestore, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Restore{ID: id}}, nil
 			})
 			if !ok {
 				return wk.finish(ctx, root, err)
@@ -728,18 +730,18 @@ func (s *Service) purgeProposal(ctx context.Context, tx *sql.Tx, id string) (*st
 	if err := tx.QueryRowContext(ctx, `SELECT project FROM tracker_items WHERE id = ?`, id).Scan(&project); err != nil {
 		return nil, err
 	}
-	touched, err := queryStrings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
+	touched, err := sqlite.Strings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
 		UNION SELECT id FROM tracker_items WHERE parent = ?1 OR merged_into = ?1 ORDER BY 1`, id)
 	if err != nil {
 		return nil, err
 	}
-	scope := []string{"item:" + id}
+	scope := []string{trackrec.ItemScope(id)}
 	if len(touched) > maxScopeNames {
-		scope = append(scope, "project:"+project)
+		scope = append(scope, trackrec.ProjectScope(project))
 		touched = nil
 	}
 	for _, t := range touched {
-		scope = append(scope, "item:"+t)
+		scope = append(scope, trackrec.ItemScope(t))
 	}
-	return &statelog.Proposal{Kind: KindPurge, Subject: itemSubject(id), Scope: scope, Payload: purge{ID: id}}, nil
+	return &statelog.Proposal{Kind: trackrec.KindPurge, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: trackrec.Purge{ID: id}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // MaxReadHistory is how many of an item's newest changes a history read
@@ -43,10 +44,10 @@ func (s *Service) ItemHistory(ctx context.Context, r engine.ReadOptions, key str
 	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		id, err := s.resolve(ctx, tx, key)
 		if err != nil {
-			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
+			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
-		scope := []string{"item:" + id}
-		rows, err := s.replica.Query(ctx, tx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
+		scope := []string{trackrec.ItemScope(id)}
+		rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
 		if err != nil {
 			return scope, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Entry is one change in list_work_item_history: who (the record's "by":
@@ -56,9 +57,9 @@ func (s *Service) ListItemHistory(ctx context.Context, r engine.ReadOptions, key
 	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		id, err := s.resolve(ctx, tx, key)
 		if err != nil {
-			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
+			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
-		scope := []string{"item:" + id}
+		scope := []string{trackrec.ItemScope(id)}
 		rows, err := tx.QueryContext(ctx, `SELECT h.seq, h.n, coalesce(b.by, ''), h.field, h.old, h.new, h.at FROM tracker_history h
 			LEFT JOIN tracker_record_by b ON b.seq = h.seq
 			WHERE h.item = ? AND (h.seq < ? OR (h.seq = ? AND h.n < ?)) ORDER BY h.seq DESC, h.n DESC LIMIT ?`,

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 	"github.com/crewlet/crewlet/ledger"
 )
 
@@ -59,9 +62,9 @@ func (s *Service) CreateWorkItem(ctx context.Context, w engine.WriteOptions, in 
 			return out, err
 		}
 	}
-	adds := make([]edgeRef, len(deps))
+	adds := make([]trackrec.EdgeRef, len(deps))
 	for i, d := range deps {
-		adds[i] = edgeRef{Kind: EdgeDependsOn, Other: d}
+		adds[i] = trackrec.EdgeRef{Kind: EdgeDependsOn, Other: d}
 	}
 	return s.mirrors(ctx, op, id, out, adds, nil)
 }
@@ -114,26 +117,26 @@ func checkNewWorkItem(in *NewWorkItem) error {
 // joins the record's scope). deps gets the dependencies' ids, reset on
 // every attempt, for the mirror steps after the item is filed.
 func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, id string, deps *[]string) (*statelog.Proposal, error) {
-	p, err := getProject(ctx, s.hot(tx), in.Project)
+	p, err := getProject(ctx, s.replica.Prepared(tx), in.Project)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, engine.Refuse(engine.CodeNotFound, "project %s does not exist; list_projects shows the projects, or create_project files it.", in.Project)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOpenProject(ctx, s.hot(tx), in.Project); err != nil {
+	if err := checkOpenProject(ctx, s.replica.Prepared(tx), in.Project); err != nil {
 		return nil, err
 	}
-	c := createWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
+	c := trackrec.CreateWorkItem{ID: id, Project: in.Project, Number: p.LastNumber + 1, Title: in.Title, Description: in.Description,
 		Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
-	scope := []string{"project:" + in.Project, "item:" + id}
+	scope := []string{trackrec.ProjectScope(in.Project), trackrec.ItemScope(id)}
 	if in.Parent != "" {
 		pid, err := s.resolve(ctx, tx, in.Parent)
 		if err != nil {
 			return nil, err
 		}
 		c.Parent = pid
-		scope = append(scope, "item:"+pid)
+		scope = append(scope, trackrec.ItemScope(pid))
 	}
 	*deps = (*deps)[:0]
 	for _, k := range dedupe(in.DependsOn) {
@@ -142,21 +145,21 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 			return nil, err
 		}
 		*deps = append(*deps, did)
-		c.Edges = append(c.Edges, edgeRef{Kind: EdgeDependsOn, Other: did})
-		scope = append(scope, "item:"+did)
+		c.Edges = append(c.Edges, trackrec.EdgeRef{Kind: EdgeDependsOn, Other: did})
+		scope = append(scope, trackrec.ItemScope(did))
 	}
 	version := createFields(&c, in)
 	// The record is about the new item, whose id derives from the
 	// operation: its subject is new, so no other create arbitrates
 	// against it, and the number is taken at apply time, in log order.
-	return &statelog.Proposal{Kind: KindCreateWorkItem, Subject: itemSubject(id), Scope: scope, Payload: c, Version: version}, nil
+	return &statelog.Proposal{Kind: trackrec.KindCreateWorkItem, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: c, Version: version}, nil
 }
 
 func (s *Service) authoredEdgeTargets(ctx context.Context, id, kind string) ([]string, error) {
 	var out []string
 	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = queryStrings(ctx, tx, `SELECT other FROM tracker_edges WHERE item = ? AND kind = ? AND authored = 1 ORDER BY other`, id, kind)
+		out, err = sqlite.Strings(ctx, tx, `SELECT other FROM tracker_edges WHERE item = ? AND kind = ? AND authored = 1 ORDER BY other`, id, kind)
 		return err
 	})
 	return out, err
@@ -246,16 +249,16 @@ func (s *Service) readItemByID(ctx context.Context, id string) (WorkItem, error)
 }
 
 const itemColumns = `i.id, i.key, i.project, i.number, i.title, i.description, i.status, i.assignee, max(i.version, i.scoped_through),
-	i.created_at, i.updated_at, coalesce(p.key, ''), i.reopens, i.handoffs, i.trashed, i.mark, coalesce(m.key, ''), ` + fieldColumns
+	i.created_at, i.updated_at, coalesce(p.key, ''), i.reopens, i.handoffs, i.trashed, i.mark, coalesce(m.key, ''), ` + trackapply.FieldColumns
 
-const itemFrom = ` FROM tracker_items i LEFT JOIN tracker_items p ON p.id = i.parent LEFT JOIN tracker_items m ON m.id = i.merged_into` + fieldsJoin
+const itemFrom = ` FROM tracker_items i LEFT JOIN tracker_items p ON p.id = i.parent LEFT JOIN tracker_items m ON m.id = i.merged_into` + trackapply.FieldsJoin
 
 func scanItem(sc interface{ Scan(...any) error }) (WorkItem, error) {
 	var it WorkItem
 	var created, updated, trashed, priority int64
 	err := sc.Scan(&it.ID, &it.Key, &it.Project, &it.Number, &it.Title, &it.Description, &it.Status, &it.Assignee, &it.Version,
 		&created, &updated, &it.Parent, &it.Reopens, &it.Handoffs, &trashed, &it.Mark, &it.MergedInto, &priority, &it.Due, &it.Estimate, &it.Type)
-	it.Priority = priorityName(priority)
+	it.Priority = trackrec.PriorityName(priority)
 	it.CreatedAt, it.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	it.Trashed = trashed != 0
 	it.Tags, it.Watchers, it.Edges = []string{}, []string{}, []Edge{}
@@ -298,7 +301,7 @@ func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem
 
 // loadItemBy reads one item by query (by id or by key) and arg.
 func (s *Service) loadItemBy(ctx context.Context, tx *sql.Tx, query, arg string) (WorkItem, error) {
-	return scanLoadedItem(s.replica.QueryRow(ctx, tx, query, arg))
+	return scanLoadedItem(s.replica.Prepared(tx).QueryRowContext(ctx, query, arg))
 }
 
 // scanLoadedItem scans one row of loadItemQuery.
@@ -356,7 +359,7 @@ type edgeJSON struct {
 // item is the scanned row as the item it answers, and its decoded sets.
 func (x *itemScan) item() (WorkItem, setsJSON, error) {
 	it := x.it
-	it.Priority = priorityName(x.priority)
+	it.Priority = trackrec.PriorityName(x.priority)
 	it.CreatedAt, it.UpdatedAt = time.Unix(0, x.created).UTC(), time.Unix(0, x.updated).UTC()
 	it.Trashed = x.trashed != 0
 	var sets setsJSON
@@ -396,7 +399,7 @@ func orEmpty[T any](s []T) []T {
 func (s *Service) resolve(ctx context.Context, tx *sql.Tx, key string) (string, error) {
 	var id string
 	var purged sql.NullInt64
-	err := s.replica.QueryRow(ctx, tx, `SELECT k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id WHERE k.key = ?`, key).Scan(&id, &purged)
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, `SELECT k.id, p.seq FROM tracker_item_keys k LEFT JOIN tracker_purged p ON p.id = k.id WHERE k.key = ?`, key).Scan(&id, &purged)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", notFoundItem(key)
 	}
@@ -460,10 +463,10 @@ func (s *Service) getWorkItemTx(ctx context.Context, tx *sql.Tx, key string, out
 	if errors.Is(err, sql.ErrNoRows) {
 		var id string
 		if id, err = s.resolve(ctx, tx, key); err != nil {
-			return []string{"project:" + key[:strings.LastIndexByte(key, '-')]}, err
+			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
 		if out.Item, err = s.loadItem(ctx, tx, id); err != nil {
-			return []string{"item:" + id}, err
+			return []string{trackrec.ItemScope(id)}, err
 		}
 	}
 	if err != nil {
@@ -471,5 +474,5 @@ func (s *Service) getWorkItemTx(ctx context.Context, tx *sql.Tx, key string, out
 	}
 	id := out.Item.ID
 	out.Comments, err = s.readComments(ctx, tx, MaxReadComments, `c.item = ?`, id)
-	return []string{"item:" + id}, err
+	return []string{trackrec.ItemScope(id)}, err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // refusedWith fails unless err is a refusal of code whose message holds
@@ -61,7 +62,7 @@ func TestItemFieldsRoundTripAndStampTheirRecords(t *testing.T) {
 	if it := r.get(w.Item.Key); it.Priority != "high" || it.Due != "2026-03-31" || it.Estimate != 2.5 || it.Type != "bug" {
 		t.Fatalf("fields read back %+v", it)
 	}
-	if v := recordVersion(t, r, w.Position); v != tracker.FieldsFormat {
+	if v := recordVersion(t, r, w.Position); v != trackrec.FieldsFormat {
 		t.Fatalf("a create carrying fields is at version %d", v)
 	}
 	plain := r.item("ENG", "plain", "")

@@ -3,7 +3,6 @@ package tracker_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,54 +153,4 @@ func TestArchivedProjectTakesNoNewItems(t *testing.T) {
 	}
 	_, err = r.svc.UpdateProject(ctx, engine.WriteOptions{IfMatch: got.Project.Version}, "ENG", nil, &yes)
 	refusedSaying(t, err, engine.CodeStale, "read it again")
-}
-
-// TestUpdateReadsEverySet: an update's apply reads the item's tags,
-// watchers and edges (one statement for all three), so adding what it
-// already has writes no history and removing what it has writes one row
-// each, on every set alike.
-func TestUpdateReadsEverySet(t *testing.T) {
-	r := newRig(t, time.Now())
-	ctx := context.Background()
-	r.project("ENG")
-	key, other, third := r.item("ENG", "One", ""), r.item("ENG", "Two", ""), r.item("ENG", "Three", "")
-	update := func(p tracker.ItemPatch) {
-		t.Helper()
-		w, err := r.svc.UpdateWorkItem(ctx, r.op("update", key), key, 0, p)
-		if err != nil || w.Outcome != engine.Applied {
-			t.Fatalf("update %+v: %+v %v", p, w, err)
-		}
-	}
-	relates := tracker.Edge{Kind: tracker.EdgeRelatesTo, Key: other}
-	depends := tracker.Edge{Kind: tracker.EdgeDependsOn, Key: third}
-	update(tracker.ItemPatch{AddTags: []string{"a", "b"}, AddWatchers: []string{"ana", "bo"}, AddEdges: []tracker.Edge{relates, depends}})
-	before, err := r.svc.ListItemHistory(ctx, engine.ReadOptions{}, key, "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Everything added again (nothing new), one of each removed.
-	update(tracker.ItemPatch{AddTags: []string{"a", "b"}, AddWatchers: []string{"ana", "bo"}, AddEdges: []tracker.Edge{relates, depends},
-		RemoveTags: []string{"a"}, RemoveWatchers: []string{"bo"}, RemoveEdges: []tracker.Edge{depends}})
-	after, err := r.svc.ListItemHistory(ctx, engine.ReadOptions{}, key, "", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range after.Changes[:len(after.Changes)-len(before.Changes)] {
-		old, _, _ := strings.Cut(c.Old, " ") // an edge's other item is named by its id
-		got = append(got, c.Field+":"+old+">"+c.New)
-	}
-	slices.Sort(got)
-	want := []string{"edge:" + tracker.EdgeDependsOn + ">", "tag:a>", "watcher:bo>"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("the second update wrote history %q, want %q", got, want)
-	}
-	ir, err := r.svc.GetWorkItem(ctx, engine.ReadOptions{}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it := ir.Item
-	if !slices.Equal(it.Tags, []string{"b"}) || !slices.Equal(it.Watchers, []string{"ana"}) || len(it.Edges) != 1 || it.Edges[0].Key != other {
-		t.Fatalf("the item holds tags %v, watchers %v, edges %+v", it.Tags, it.Watchers, it.Edges)
-	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Listing limits.
@@ -191,7 +193,7 @@ func (s *Service) listPage(ctx context.Context, tx *sql.Tx, q listQuery, cur pag
 	// so selecting the item columns (the parent's and merge target's keys,
 	// the fields) beside the sort read them for every item the filter
 	// kept — 100 000 of them for a project at that size, most of a second.
-	b.WriteString(`SELECT i.id AS pid, ` + sortExpr + ` AS sv, i.project AS pp, i.number AS pn FROM tracker_items i` + fieldsJoin + ` WHERE i.trashed `)
+	b.WriteString(`SELECT i.id AS pid, ` + sortExpr + ` AS sv, i.project AS pp, i.number AS pn FROM tracker_items i` + trackapply.FieldsJoin + ` WHERE i.trashed `)
 	if q.f.Trashed {
 		b.WriteString(`!= 0`)
 	} else {
@@ -212,7 +214,7 @@ func (s *Service) listPage(ctx context.Context, tx *sql.Tx, q listQuery, cur pag
 	in(&b, &args, `coalesce(f.type, 'task')`, anys(q.types))
 	ranks := make([]any, len(q.priorities))
 	for i, p := range q.priorities {
-		ranks[i] = priorityRank(p)
+		ranks[i] = trackrec.PriorityRank(p)
 	}
 	in(&b, &args, `coalesce(f.priority, 0)`, ranks)
 	if len(q.tags) > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // ProjectRead answers get_project: the project with its items counted by
@@ -66,7 +67,7 @@ func (s *Service) GetProject(ctx context.Context, r engine.ReadOptions, key stri
 		out.Counts[st] = 0
 	}
 	info, err := s.replica.ReadObject(ctx, linearizable(r), func(ctx context.Context, tx *sql.Tx) ([]string, error) {
-		scope := []string{"project:" + key}
+		scope := []string{trackrec.ProjectScope(key)}
 		var err error
 		out.Project, err = scanProject(tx.QueryRowContext(ctx, `SELECT `+projectColumns+projectFrom+` WHERE p.key = ?`, key))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -135,8 +136,8 @@ func (s *Service) UpdateProject(ctx context.Context, w engine.WriteOptions, key 
 			ref := engine.Refuse(engine.CodeStale, "project %s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, p.Version, w.IfMatch, p.Version)
 			return nil, ref.With("current_version", p.Version)
 		}
-		return &statelog.Proposal{Kind: KindUpdateProject, Subject: projectSubject(key), Scope: []string{"project:" + key},
-			Payload: updateProject{Key: key, Name: name, Archived: archived}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindUpdateProject, Subject: trackrec.ProjectSubject(key), Scope: []string{trackrec.ProjectScope(key)},
+			Payload: trackrec.UpdateProject{Key: key, Name: name, Archived: archived}}, nil
 	})
 	out := ProjectWrite{WriteResult: wr.WriteResult}
 	if err != nil || wr.Outcome != engine.Applied {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // Search limits.
@@ -68,7 +69,7 @@ func (s *Service) SearchWorkItemsPage(ctx context.Context, r engine.ReadOptions,
 	var docs []int64
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out.Hits, docs, err = searchPage(ctx, s.replica, tx, sq, cur)
+		out.Hits, docs, err = searchPage(ctx, s.replica.Prepared(tx), sq, cur)
 		return err
 	})
 	if err == nil && len(out.Hits) > sq.Limit {
@@ -110,7 +111,7 @@ func checkSearch(sq *SearchQuery) error {
 // any item past the candidates ranks after all of them. When too few
 // survive and the index held more, the page is read again with the join
 // on every match.
-func searchPage(ctx context.Context, q querier, tx *sql.Tx, sq SearchQuery, cur pageCursor) ([]SearchHit, []int64, error) {
+func searchPage(ctx context.Context, q statelog.Reader, sq SearchQuery, cur pageCursor) ([]SearchHit, []int64, error) {
 	args := []any{ftsQuery(sq.Query), sq.Project, 0.0, int64(0)}
 	after := ""
 	if cur.K != "" {
@@ -136,14 +137,14 @@ func searchPage(ctx context.Context, q querier, tx *sql.Tx, sq SearchQuery, cur 
 	}
 	want := sq.Limit + 1
 	if sq.Project == "" {
-		hits, docs, candidates, err := searchRows(ctx, q, tx, candidatesQuery(after, project, want), args)
+		hits, docs, candidates, err := searchRows(ctx, q, candidatesQuery(after, project, want), args)
 		// No row at all says nothing of how many candidates there were.
 		if err != nil || len(hits) >= want || (len(hits) > 0 && candidates < want+candidateSlack) {
 			hits, docs = trimHits(hits, docs, want)
 			return hits, docs, err
 		}
 	}
-	hits, docs, _, err := searchRows(ctx, q, tx, everyMatchQuery(after, project, want), args)
+	hits, docs, _, err := searchRows(ctx, q, everyMatchQuery(after, project, want), args)
 	return hits, docs, err
 }
 
@@ -200,8 +201,8 @@ func trimHits(hits []SearchHit, docs []int64, n int) ([]SearchHit, []int64) {
 
 // searchRows runs one of the two queries: the hits, their docs and how
 // many candidates the index gave.
-func searchRows(ctx context.Context, q querier, tx *sql.Tx, query string, args []any) ([]SearchHit, []int64, int, error) {
-	rows, err := q.Query(ctx, tx, query, args...)
+func searchRows(ctx context.Context, q statelog.Reader, query string, args []any) ([]SearchHit, []int64, int, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -221,9 +222,4 @@ func searchRows(ctx context.Context, q querier, tx *sql.Tx, query string, args [
 		docs = append(docs, doc)
 	}
 	return hits, docs, candidates, rows.Err()
-}
-
-// querier runs a query inside a transaction through the statement cache.
-type querier interface {
-	Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error)
 }

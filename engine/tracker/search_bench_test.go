@@ -17,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 )
 
 // The read benchmarks of search_work_items and list_work_items at 100 000
@@ -40,7 +41,7 @@ func searchFixture(b *testing.B) (*node.Node, []string) {
 	if cache == "" {
 		buildFixture(b, dst, benchItems, words)
 	} else {
-		h := sha256.Sum256([]byte(tracker.Domain{}.Schema()))
+		h := sha256.Sum256([]byte(trackapply.Domain{}.Schema()))
 		src := filepath.Join(cache, fmt.Sprintf("tracker-%d-%s.db", benchItems, hex.EncodeToString(h[:6])))
 		if _, err := os.Stat(src); err != nil {
 			buildFixture(b, src+".tmp", benchItems, words)

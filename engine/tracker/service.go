@@ -11,32 +11,18 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Service is the tracker's decide side: it validates input, decides
 // against the local rows, and hands records to the write path.
 type Service struct {
-	replica Replica
+	replica statelog.DomainReplica
 	clock   engine.Clock
 }
 
-// Replica is what the tracker needs of its replica (*statelog.Replica):
-// the write path, the read path, settling a refusal at the log's end, and
-// statements prepared once per connection inside a read.
-type Replica interface {
-	Write(ctx context.Context, op statelog.Op, decide statelog.Decide) (statelog.Written, error)
-	Read(ctx context.Context, opts engine.ReadOptions, fn statelog.ReadFunc) (engine.ReadInfo, error)
-	ReadObject(ctx context.Context, opts engine.ReadOptions, fn statelog.ObjectReadFunc) (engine.ReadInfo, error)
-	ReadObjectRow(ctx context.Context, opts engine.ReadOptions, one statelog.RowRead, slow statelog.ObjectReadFunc) (engine.ReadInfo, error)
-	Settle(ctx context.Context, fn func(ctx context.Context) error) error
-	WaitApplied(ctx context.Context, seq uint64) error
-	Position(seq uint64) engine.Position
-	QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row
-	Query(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error)
-}
-
 // NewService builds the service over the tracker's replica.
-func NewService(r Replica, clock engine.Clock) *Service {
+func NewService(r statelog.DomainReplica, clock engine.Clock) *Service {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
@@ -45,7 +31,7 @@ func NewService(r Replica, clock engine.Clock) *Service {
 
 // Replica is the tracker's replica (tests and benchmarks reach the
 // framework through it).
-func (s *Service) Replica() Replica { return s.replica }
+func (s *Service) Replica() statelog.DomainReplica { return s.replica }
 
 var (
 	projectKeyRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,9}$`)
@@ -98,8 +84,8 @@ func (s *Service) CreateProject(ctx context.Context, w engine.WriteOptions, key,
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindCreateProject, Subject: projectSubject(key), Scope: []string{"project:" + key},
-			Payload: createProject{Key: key, Name: name}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindCreateProject, Subject: trackrec.ProjectSubject(key), Scope: []string{trackrec.ProjectScope(key)},
+			Payload: trackrec.CreateProject{Key: key, Name: name}}, nil
 	})
 	out := ProjectWrite{WriteResult: wr.WriteResult}
 	if err != nil {
@@ -119,25 +105,10 @@ func (s *Service) readProject(ctx context.Context, key string) (Project, error) 
 	var p Project
 	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.ConsistentPrefix}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		p, err = getProject(ctx, s.hot(tx), key)
+		p, err = getProject(ctx, s.replica.Prepared(tx), key)
 		return err
 	})
 	return p, err
-}
-
-// hotTx is a transaction whose one-row queries go through the replica's
-// statement cache: prepared once per connection rather than parsed on
-// every call (the parser was a tenth of a c=64 create's CPU).
-type hotTx struct {
-	r  Replica
-	tx *sql.Tx
-}
-
-func (s *Service) hot(tx *sql.Tx) hotTx { return hotTx{r: s.replica, tx: tx} }
-
-// QueryRowContext runs query inside the transaction, prepared once.
-func (h hotTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return h.r.QueryRow(ctx, h.tx, query, args...)
 }
 
 func getProject(ctx context.Context, q interface {

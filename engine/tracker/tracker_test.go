@@ -12,6 +12,8 @@ import (
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 func idOf(t *testing.T, r *rig, key string) string {
@@ -60,8 +62,8 @@ func heldByDeletedGate(t *testing.T, r *rig, seq uint64) {
 		t.Fatal(err)
 	}
 	gate, writer, ok, err := r.n.Replica(engine.DomainTracker).GatedAt(ctx, seq)
-	if err != nil || !ok || gate != tracker.GateDeleted || writer != "n9" {
-		t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v, want held by %s for n9", seq, ok, gate, writer, err, tracker.GateDeleted)
+	if err != nil || !ok || gate != trackapply.GateDeleted || writer != "n9" {
+		t.Fatalf("record at %d: gated=%v gate=%q writer=%q err=%v, want held by %s for n9", seq, ok, gate, writer, err, trackapply.GateDeleted)
 	}
 }
 
@@ -107,11 +109,11 @@ func TestPurgeGatesEveryLaterRecord(t *testing.T) {
 		t.Fatalf("update of a purged task: %v, want deleted", err)
 	}
 	// A stale writer that never saw the purge publishes its record anyway.
-	ack := publishStale(t, r, tracker.KindUpdateWorkItem, r.op("update", "ENG-2").OpID, victim, []string{"item:" + victim},
+	ack := publishStale(t, r, trackrec.KindUpdateWorkItem, r.op("update", "ENG-2").OpID, victim, []string{trackrec.ItemScope(victim)},
 		map[string]any{"id": victim, "title": "resurrected"})
 	// And one about another task that names the purged one in its scope.
 	other := idOf(t, r, "ENG-5")
-	ack2 := publishStale(t, r, tracker.KindMirrorEdges, r.op("mirror", "x").OpID, other, []string{"item:" + other, "item:" + victim},
+	ack2 := publishStale(t, r, trackrec.KindMirrorEdges, r.op("mirror", "x").OpID, other, []string{trackrec.ItemScope(other), trackrec.ItemScope(victim)},
 		map[string]any{"id": other, "add": []map[string]string{{"kind": "blocks", "other": victim}}})
 	for _, seq := range []uint64{ack, ack2} {
 		heldByDeletedGate(t, r, seq)
@@ -254,7 +256,7 @@ func TestRederivedOnceWhenTheRulesChange(t *testing.T) {
 		t.Fatalf("rows after the rederive differ:\n got %s\nwant %s", got, want)
 	}
 	lines := rec.Lines(engine.EvRederived)
-	if len(lines) != 1 || lines[0].Attrs["from"] != int64(0) || lines[0].Attrs["to"] != int64(tracker.RulesVersion) || lines[0].Attrs["domain"] != "tracker" || lines[0].Attrs["component"] != "statelog" {
+	if len(lines) != 1 || lines[0].Attrs["from"] != int64(0) || lines[0].Attrs["to"] != int64(trackapply.RulesVersion) || lines[0].Attrs["domain"] != "tracker" || lines[0].Attrs["component"] != "statelog" {
 		t.Fatalf("statelog_rederived lines: %+v", lines)
 	}
 	if rows, _ := lines[0].Attrs["rows"].(int64); rows == 0 {

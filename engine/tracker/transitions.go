@@ -10,6 +10,9 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Transition is a named status change: from any of From, to To.
@@ -100,7 +103,7 @@ const maxCycleWalk = 10000
 // checkNoDependencyCycle refuses depends_on edges from id that would
 // close a cycle: where id is reachable from an added dependency through
 // authored depends_on edges, the refusal names the whole cycle.
-func checkNoDependencyCycle(ctx context.Context, tx *sql.Tx, id string, adds []edgeRef) error {
+func checkNoDependencyCycle(ctx context.Context, tx *sql.Tx, id string, adds []trackrec.EdgeRef) error {
 	for _, e := range adds {
 		if e.Kind != EdgeDependsOn {
 			continue
@@ -143,7 +146,7 @@ func dependencyPath(ctx context.Context, tx *sql.Tx, from, to string) ([]string,
 			slices.Reverse(path)
 			return path, nil
 		}
-		next, err := queryStrings(ctx, tx, `SELECT other FROM tracker_edges WHERE item = ? AND kind = ? AND authored = 1 ORDER BY other`, cur, EdgeDependsOn)
+		next, err := sqlite.Strings(ctx, tx, `SELECT other FROM tracker_edges WHERE item = ? AND kind = ? AND authored = 1 ORDER BY other`, cur, EdgeDependsOn)
 		if err != nil {
 			return nil, err
 		}

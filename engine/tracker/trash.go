@@ -7,6 +7,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // EmptyTrash purges every item of a project that is in the trash
@@ -32,8 +33,8 @@ func (s *Service) EmptyTrash(ctx context.Context, w engine.WriteOptions, project
 		} else if err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: KindEmptyTrash, Subject: projectSubject(project), Scope: []string{"project:" + project},
-			Payload: emptyTrash{Project: project}}, nil
+		return &statelog.Proposal{Kind: trackrec.KindEmptyTrash, Subject: trackrec.ProjectSubject(project), Scope: []string{trackrec.ProjectScope(project)},
+			Payload: trackrec.EmptyTrash{Project: project}}, nil
 	})
 	if !ok {
 		return wk.finish(ctx, "", err)

@@ -6,18 +6,6 @@ import (
 	"github.com/crewlet/crewlet/engine"
 )
 
-// Statuses a work item can hold.
-const (
-	StatusOpen       = "open"
-	StatusInProgress = "in_progress"
-	StatusBlocked    = "blocked"
-	StatusDone       = "done"
-	StatusCancelled  = "cancelled"
-)
-
-// Statuses lists every status, in the order a board shows them.
-var Statuses = []string{StatusOpen, StatusInProgress, StatusBlocked, StatusDone, StatusCancelled}
-
 // Limits on input, enforced before anything is published.
 const (
 	MaxTitleBytes       = 512

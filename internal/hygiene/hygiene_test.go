@@ -231,9 +231,13 @@ type rule struct {
 	why  string
 }
 
-// isDomain reports whether rel is a domain's engine package.
+// domainRoots are the domains' packages; each may hold its record
+// contract (a subpackage named …rec) and its apply side (…apply) beside
+// its service (the root).
+var domainRoots = []string{"engine/tracker", "engine/kb", "engine/pages", "engine/vectors", "engine/usage"}
+
 func isDomain(rel string) bool {
-	for _, d := range []string{"engine/tracker", "engine/kb", "engine/pages", "engine/vectors", "engine/usage"} {
+	for _, d := range domainRoots {
 		if under(rel, d) {
 			return true
 		}
@@ -246,6 +250,31 @@ func isDomain(rel string) bool {
 // a test helper.
 func isToolset(rel string) bool {
 	return strings.HasPrefix(rel, "tools/") && !isTestHelper(rel)
+}
+
+// isApplySide reports whether rel is a domain's apply side.
+func isApplySide(rel string) bool { return isDomain(rel) && strings.HasSuffix(path.Base(rel), "apply") }
+
+// isRecordContract reports whether rel is a domain's record contract.
+func isRecordContract(rel string) bool {
+	return isDomain(rel) && strings.HasSuffix(path.Base(rel), "rec")
+}
+
+// isDomainService reports whether rel is a domain's service: the rest of
+// a domain's packages.
+func isDomainService(rel string) bool {
+	return isDomain(rel) && !isApplySide(rel) && !isRecordContract(rel) && !isTestHelper(rel)
+}
+
+// isSurface reports whether rel serves HTTP, REST, the operator or MCP,
+// or assembles a node that does.
+func isSurface(rel string) bool {
+	for _, s := range []string{"engine/rest", "engine/operator", "engine/node", "internal/httpedge", "internal/dashboard", "mcp", "tools", "cmd"} {
+		if under(rel, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestImportRules(t *testing.T) {
@@ -289,14 +318,28 @@ func TestImportRules(t *testing.T) {
 			bad:  func(rel, _ string) bool { return isTestHelper(rel) },
 			why:  "test helpers (engine/enginetest, …test packages) are for tests only",
 		},
+		{
+			name: "a domain's apply side knows no service and no surface",
+			from: isApplySide,
+			bad:  func(rel, _ string) bool { return isDomainService(rel) || isSurface(rel) },
+			why:  "the apply side (rows from records) reads alone: its record contract, statelog's domain-facing API and sqlite, never the decide side or an HTTP, REST or operator package",
+		},
+		{
+			name: "a domain's record contract is a leaf",
+			from: isRecordContract,
+			bad:  func(rel, _ string) bool { return rel != "engine" },
+			why:  "the record contract (kinds, payloads, subjects, scopes) is read by both sides and stands on the engine vocabulary alone",
+		},
 	}
+	matched := make([]int, len(rules))
 	for _, k := range r.sortedPkgs() {
 		rel := r.rel(k.path)
 		reach := r.deps(k.path)
-		for _, ru := range rules {
+		for i, ru := range rules {
 			if !ru.from(rel) {
 				continue
 			}
+			matched[i]++
 			for dep, c := range reach {
 				if ru.bad(r.rel(dep), rel) {
 					t.Errorf("%s: %s (%s)", ru.name, r.chain(c), ru.why)
@@ -305,6 +348,11 @@ func TestImportRules(t *testing.T) {
 		}
 		if !isTestHelper(rel) && k.imports["testing"] {
 			t.Errorf("%s imports \"testing\" outside a _test.go file: production code must not", rel)
+		}
+	}
+	for i, ru := range rules {
+		if matched[i] == 0 {
+			t.Errorf("%s: no package it applies to (a moved or renamed layer must take its rule along)", ru.name)
 		}
 	}
 }
@@ -353,6 +401,12 @@ func TestDirectImports(t *testing.T) {
 				return under(imp, engine+"/broker") || under(imp, engine+"/sqlite") || isNATSOrSQL(imp)
 			},
 			why: "tools knows the engine's API, never NATS or SQL",
+		},
+		{
+			name: "a domain's apply side speaks no HTTP",
+			from: isApplySide,
+			bad:  func(imp string) bool { return under(imp, "net/http") },
+			why:  "the apply side writes rows from records; HTTP is the surfaces'",
 		},
 	}
 	for _, ru := range rules {

@@ -1,0 +1,97 @@
+package trackapply
+
+// RulesVersion names the rules that compute the tracker's computed
+// columns (reopens, a project's active count, updated_at, hand-off
+// counts). Raise it whenever one of them is added or computed otherwise:
+// the next boot of every node recomputes them once (statelog_rederived).
+const RulesVersion = 1
+
+// schema is the tracker's tables. version is the sequence of the last
+// record about the row itself; scoped_through the last record that changed
+// the row without being about it (a mirror edge, a merged duplicate, a
+// re-parented child, a project a move filed into); every comparison reads
+// max(version, scoped_through).
+const schema = `
+CREATE TABLE IF NOT EXISTS tracker_projects (
+	key            TEXT PRIMARY KEY,
+	name           TEXT NOT NULL,
+	last_number    INTEGER NOT NULL DEFAULT 0,
+	active         INTEGER NOT NULL DEFAULT 0,
+	version        INTEGER NOT NULL,
+	scoped_through INTEGER NOT NULL DEFAULT 0,
+	created_at     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_items (
+	id             TEXT PRIMARY KEY,
+	doc            INTEGER NOT NULL UNIQUE,
+	key            TEXT NOT NULL UNIQUE,
+	project        TEXT NOT NULL,
+	number         INTEGER NOT NULL,
+	title          TEXT NOT NULL,
+	description    TEXT NOT NULL,
+	status         TEXT NOT NULL,
+	assignee       TEXT NOT NULL,
+	parent         TEXT NOT NULL DEFAULT '',
+	reopens        INTEGER NOT NULL DEFAULT 0,
+	handoffs       INTEGER NOT NULL DEFAULT 0,
+	trashed        INTEGER NOT NULL DEFAULT 0,
+	trash_root     TEXT NOT NULL DEFAULT '',
+	mark           TEXT NOT NULL DEFAULT '',
+	merged_into    TEXT NOT NULL DEFAULT '',
+	version        INTEGER NOT NULL,
+	scoped_through INTEGER NOT NULL DEFAULT 0,
+	created_at     INTEGER NOT NULL,
+	updated_at     INTEGER NOT NULL,
+	UNIQUE (project, number)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tracker_items_parent ON tracker_items(parent) WHERE parent != '';
+CREATE INDEX IF NOT EXISTS tracker_items_status ON tracker_items(project, status);
+CREATE TABLE IF NOT EXISTS tracker_item_keys (
+	key TEXT PRIMARY KEY,
+	id  TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_tags (
+	item TEXT NOT NULL,
+	tag  TEXT NOT NULL,
+	PRIMARY KEY (item, tag)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tracker_tags_tag ON tracker_tags(tag);
+CREATE TABLE IF NOT EXISTS tracker_watchers (
+	item    TEXT NOT NULL,
+	watcher TEXT NOT NULL,
+	PRIMARY KEY (item, watcher)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_edges (
+	item     TEXT NOT NULL,
+	kind     TEXT NOT NULL,
+	other    TEXT NOT NULL,
+	authored INTEGER NOT NULL,
+	PRIMARY KEY (item, kind, other)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tracker_edges_other ON tracker_edges(other);
+CREATE TABLE IF NOT EXISTS tracker_comments (
+	item   TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	author TEXT NOT NULL,
+	body   TEXT NOT NULL,
+	at     INTEGER NOT NULL,
+	PRIMARY KEY (item, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_history (
+	item     TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	n        INTEGER NOT NULL,
+	field    TEXT NOT NULL,
+	old      TEXT NOT NULL,
+	new      TEXT NOT NULL,
+	handoffs INTEGER NOT NULL,
+	at       INTEGER NOT NULL,
+	PRIMARY KEY (item, seq, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_purged (
+	id  TEXT PRIMARY KEY,
+	key TEXT NOT NULL,
+	seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS tracker_search USING fts5(title, description, comments, tokenize = 'unicode61 remove_diacritics 2');
+`
