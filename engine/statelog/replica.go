@@ -12,6 +12,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/metrics"
+	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS statelog_retained (
 	scope       TEXT NOT NULL,
 	scope_known INTEGER NOT NULL,
 	data        BLOB NOT NULL,
+	stored_at   INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (domain, seq)
 ) WITHOUT ROWID;
 `
@@ -95,6 +97,10 @@ type Config struct {
 	// about a record on another domain's log (an op id reused there)
 	// names its position.
 	Streams map[engine.Domain]string
+	// FormatVersion is the newest record format this build reads
+	// (default record.FormatVersion); the scripts play an older or a
+	// newer build with it.
+	FormatVersion int
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error
@@ -198,11 +204,20 @@ type Replica struct {
 	ledger  batchLedger
 	// held is what the domain keeps back in the batch's transaction
 	// (Applying.Hold; applier only).
-	held   Held
-	gates  []Gate
-	sub    Subscription
-	cancel context.CancelFunc
-	done   chan struct{}
+	held Held
+	// cover is the scopes of the retained records as the batch being
+	// applied sees them (retain.go; applier only), nil until needed.
+	cover *coverSet
+	// format is the newest record format this build reads; kinds and
+	// gateKinds the domain's record kinds with their versions and the
+	// ones that install a gate (kinds.go).
+	format    int
+	kinds     map[string]int
+	gateKinds []string
+	gates     []Gate
+	sub       Subscription
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // Checkpoint is a domain's row of statelog_checkpoint.
@@ -242,6 +257,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.DeferralGrace == 0 {
 		cfg.DeferralGrace = DefaultDeferralGrace
 	}
+	if cfg.FormatVersion == 0 {
+		cfg.FormatVersion = record.FormatVersion
+	}
 	r := &Replica{
 		cfg:     cfg,
 		domain:  cfg.Domain.Name(),
@@ -254,12 +272,14 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		anchors: movedAnchors{},
 	}
 	r.answerer, _ = cfg.Domain.(Answerer)
+	r.format, r.kinds = cfg.FormatVersion, cfg.Domain.Kinds()
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
 	r.gates = append(r.gates, cfg.Gates...)
 	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name(), some: &r.evictions})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
 		r.gates = append(r.gates, gd.Gates()...)
+		r.gateKinds = gd.GateKinds()
 	}
 	for _, g := range r.gates {
 		cfg.Metrics.KnowGate(g.Name())
@@ -309,6 +329,14 @@ func (r *Replica) load(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	r.scopeUnknown.Store(unknown)
+	if retained > 0 {
+		// A newer build applies what an older one retained before it
+		// consumes anything new.
+		if cp, err = r.release(ctx, cp); err != nil {
+			return Checkpoint{}, err
+		}
+		r.progress.set(cp.Seq, cp.AppliedThrough)
+	}
 	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	r.judgeFloorAtBoot(cp, info)
@@ -339,6 +367,9 @@ func (r *Replica) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}
+	}
+	if err := addRetainedStoredAt(ctx, tx); err != nil {
+		return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 	}
 	return tx.Commit()
 }
