@@ -248,7 +248,7 @@ func deferredFor(r *Replica, held []heldRecord, scope []string) *engine.Refusal 
 	for _, h := range held {
 		hit := false
 		for _, s := range h.scope {
-			if slices.Contains(scope, s) {
+			if slices.ContainsFunc(scope, func(e string) bool { return scopeMeets(s, e) }) {
 				hit = true
 				if !slices.Contains(meets, s) {
 					meets = append(meets, s)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -65,18 +66,39 @@ func (c *coverSet) add(scope []string, known bool) {
 }
 
 // meets reports whether scope meets a retained record's: any of its
-// entries held, or a retained record whose scope nobody could read.
+// entries held (or the container a membership entry names), or a
+// retained record whose scope nobody could read.
 func (c *coverSet) meets(scope []string) bool {
 	if c.unknown {
 		return true
 	}
 	for _, s := range scope {
-		if c.scopes[s] {
+		if m := memberOf(s); c.scopes[s] || (m != "" && c.scopes[m]) {
 			return true
 		}
 	}
 	return false
 }
+
+// MemberPrefix marks a scope entry naming a container an object is in
+// rather than one the record changes: "in:project:ENG" on a work item's
+// record. A retained record that changes the container ("project:ENG", a
+// bulk update) covers every later record and read about what is in it;
+// one that only declares membership covers nothing of its neighbours'.
+const MemberPrefix = "in:"
+
+// memberOf is the container a membership entry names, "" for any other.
+func memberOf(entry string) string {
+	if c, ok := strings.CutPrefix(entry, MemberPrefix); ok {
+		return c
+	}
+	return ""
+}
+
+// scopeMeets reports whether a retained record's entry held meets the
+// entry e of a later record or a read: the same entry, or e is
+// membership of the container held names.
+func scopeMeets(held, e string) bool { return held == e || (held != "" && memberOf(e) == held) }
 
 // retainIfHeld retains the record d where this build cannot apply it:
 // decErr says it would not decode, or its kind is one this build does

@@ -121,3 +121,12 @@ func TestEveryKindHasAFormatVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestMembershipIsTheFrameworks: a project membership entry is spelt with
+// the framework's MemberPrefix, which is what lets a retained record about
+// the project cover the items in it.
+func TestMembershipIsTheFrameworks(t *testing.T) {
+	if got, want := trackrec.InProject("ENG"), statelog.MemberPrefix+trackrec.ProjectScope("ENG"); got != want {
+		t.Fatalf("InProject(ENG) = %q, want %q", got, want)
+	}
+}
