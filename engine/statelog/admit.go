@@ -193,7 +193,7 @@ func standing(st NodeState) *engine.Refusal {
 	case st.Evicted:
 		return engine.RefuseDoc(engine.CodeEvicted)
 	case st.WrongLog != "":
-		return engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored.", st.Stream, st.WrongLog)
+		return wrongStream(st.Stream, st.WrongLog)
 	case st.FloorUnknown:
 		why := ""
 		if st.FloorErr != nil {

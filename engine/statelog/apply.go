@@ -166,6 +166,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			return cp, 0, 0, 0, err
 		}
 	}
+	// Nothing past a checkpoint that could not be compared with the log,
+	// and nothing at all on a log that is not the rows' (wronglog.go).
+	if err := r.verifiedBeforeApply(ctx, cp); err != nil {
+		return cp, 0, 0, 0, err
+	}
 	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return cp, 0, 0, 0, err

@@ -161,6 +161,7 @@ func (r *Replica) state() NodeState {
 		FloorUnknown: floorErr != nil,
 		FloorErr:     floorErr,
 		BelowFloor:   r.belowFloor.Load(),
+		WrongLog:     r.wrongLogWhy(),
 	}
 }
 

@@ -205,6 +205,11 @@ type Replica struct {
 	// held is what the domain keeps back in the batch's transaction
 	// (Applying.Hold; applier only).
 	held Held
+	// wrong is the verdict that the live log is not the one the rows are
+	// keyed to (wronglog.go); zero says when a write at an expectation of
+	// zero last read the stream's creation instant.
+	wrong wrongLogState
+	zero  zeroCheck
 	// cover is the scopes of the retained records as the batch being
 	// applied sees them (retain.go; applier only), nil until needed.
 	cover *coverSet
@@ -297,6 +302,12 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		close(r.done)
 		return r, nil
 	}
+	if r.WrongLog() != nil {
+		// Its log is not its rows' log: no applier until it is
+		// re-anchored or its rows are replaced; the node stays up.
+		close(r.done)
+		return r, nil
+	}
 	if err := r.start(ctx, cp); err != nil {
 		return nil, err
 	}
@@ -329,7 +340,15 @@ func (r *Replica) load(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	r.scopeUnknown.Store(unknown)
-	if retained > 0 {
+	v, unverified := r.judgeLog(ctx, cp, info)
+	switch {
+	case v != nil:
+		// Held on the checkpoint: nothing is applied or released past it.
+		r.setWrongLog(v, cp)
+	case unverified:
+		r.setUnverified(cp, fmt.Errorf("the record at %d could not be read", cp.Seq))
+	}
+	if retained > 0 && v == nil {
 		// A newer build applies what an older one retained before it
 		// consumes anything new.
 		if cp, err = r.release(ctx, cp); err != nil {
@@ -402,9 +421,12 @@ func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, erro
 			return Checkpoint{}, info, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
 		}
 		cp, err := r.ensureCheckpoint(ctx, info)
-		if err == nil || !info.Leaderless || engine.CodeOf(err) != engine.CodeWrongStream {
+		if err != nil || !info.Leaderless || cp.Seq <= info.LastSeq {
+			// A leader's end past the checkpoint, or one behind it, is
+			// judged by judgeLog (a broker restored from an older copy).
 			return cp, info, err
 		}
+		err = fmt.Errorf("the %s checkpoint is at %d and the leaderless member that answered ends at %d", r.stream, cp.Seq, info.LastSeq)
 		if !said {
 			// The boot holds here for up to leaderWait: say why.
 			r.log.Warn("statelog_boot_awaits_leader", engine.LogStream, r.stream, engine.LogErr, err.Error(), "wait", leaderWait.String())
@@ -444,13 +466,6 @@ func (r *Replica) ensureCheckpoint(ctx context.Context, info LogInfo) (Checkpoin
 			return Checkpoint{}, err
 		}
 		return cp, nil
-	}
-	if cp.Seq > info.LastSeq {
-		// The rows are past the log's end: a broker restored from an older
-		// copy, or a stream rebuilt. Applying on would key new records to
-		// rows from another history.
-		return Checkpoint{}, engine.Refuse(engine.CodeWrongStream,
-			"the %s checkpoint is at sequence %d but the log ends at %d: this node's rows are keyed to another copy of the stream. See Retention (reanchor).", r.stream, cp.Seq, info.LastSeq)
 	}
 	return cp, nil
 }

@@ -144,6 +144,9 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if n := r.scopeUnknown.Load(); n > 0 {
 		return scopeUnknownRefusal(n, r.stream)
 	}
+	if why := r.wrongLogWhy(); why != "" {
+		return wrongStream(r.stream, why)
+	}
 	if r.evicted.Load() {
 		// Refused before anything is appended, so it names no position:
 		// another data node takes the write under the same id at once.
@@ -187,6 +190,11 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 		}
 		if err := r.coveredWrite(ctx, prop.Scope); err != nil {
 			return out, err
+		}
+		if anchor == 0 {
+			if err := r.zero.check(ctx, r.checkCreatedBeforeZero); err != nil {
+				return out, err
+			}
 		}
 		data, err := r.encode(ctx, op, prop)
 		if err != nil {
