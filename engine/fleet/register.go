@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -227,6 +228,9 @@ func (r *Register) Beat(ctx context.Context) {
 	// Read the whole register back on every beat, so a node cut off from
 	// the register's leader can still say what it last saw.
 	all, rerr := ReadAll(ctx, r.kv)
+	if rerr == nil {
+		r.judgeGenerations(ctx, all)
+	}
 	err := errors.Join(errs...)
 	r.mu.Lock()
 	if rerr == nil {
@@ -240,6 +244,33 @@ func (r *Register) Beat(ctx context.Context) {
 	r.mu.Unlock()
 	if err != nil && prev == nil && ctx.Err() == nil {
 		r.log.Warn("fleet_heartbeat_failed", engine.LogErr, err.Error())
+	}
+}
+
+// judgeGenerations gives each replica the verdict that a peer re-anchored
+// its log past this node's generation, from the register read on this
+// beat (statelog_generation_passed): the highest generation a peer holds
+// on the same stream.
+func (r *Register) judgeGenerations(ctx context.Context, all []Position) {
+	for _, rep := range r.cfg.Replicas {
+		var peer string
+		var top uint64
+		for _, p := range all {
+			if p.Node != r.cfg.Node && p.Domain == rep.Domain() && p.Stream == rep.Stream() && p.Generation > top {
+				peer, top = p.Node, p.Generation
+			}
+		}
+		if top <= rep.Generation() {
+			continue
+		}
+		// Whether the peer that opened it is evicted decides whether the
+		// verdict names an adoption or a reanchor (abandoned).
+		evicted, err := rep.EvictedNodes(ctx)
+		if err != nil {
+			r.log.Warn("statelog_generation_holder_unread", engine.LogDomain, string(rep.Domain()), "peer", peer, "generation", top, engine.LogErr, err.Error())
+			continue
+		}
+		rep.GenerationPassed(ctx, peer, top, slices.Contains(evicted, peer))
 	}
 }
 

@@ -293,7 +293,7 @@ func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, er
 		return nil, err
 	}
 	rec := &record.Record{Kind: prop.Kind, Version: version, OpID: op.ID.String(), Writer: r.cfg.Node,
-		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
+		Generation: r.generation(), Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 		return nil, err
 	}
