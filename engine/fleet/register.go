@@ -230,6 +230,7 @@ func (r *Register) Beat(ctx context.Context) {
 	all, rerr := ReadAll(ctx, r.kv)
 	if rerr == nil {
 		r.judgeGenerations(ctx, all)
+		r.judgeTruncation(ctx, all)
 	}
 	err := errors.Join(errs...)
 	r.mu.Lock()
@@ -271,6 +272,44 @@ func (r *Register) judgeGenerations(ctx context.Context, all []Position) {
 			continue
 		}
 		rep.GenerationPassed(ctx, peer, top, slices.Contains(evicted, peer))
+	}
+}
+
+// judgeTruncation gives each replica the verdict that a peer's rows hold
+// records its log lost: a live peer on the same stream and generation
+// whose checkpoint is past the log's end, or which reported
+// log_diverged. The log's end is read after the register, so a right
+// log is at or past every checkpoint the register showed.
+func (r *Register) judgeTruncation(ctx context.Context, all []Position) {
+	for _, rep := range r.cfg.Replicas {
+		if rep.WrongLog() != nil {
+			continue // its own log is wrong: that verdict says more
+		}
+		info, err := rep.LogInfo(ctx)
+		if err != nil || info.Leaderless {
+			if err == nil {
+				err = fmt.Errorf("%s has no leader", rep.Stream())
+			}
+			rep.TruncationUnread(err)
+			continue
+		}
+		evicted, err := rep.EvictedNodes(ctx)
+		if err != nil {
+			rep.TruncationUnread(err)
+			continue
+		}
+		var verdict *statelog.Truncation
+		for _, p := range all {
+			if p.Node == r.cfg.Node || p.Domain != rep.Domain() || p.Stream != rep.Stream() || p.Generation != rep.Generation() ||
+				!p.StreamCreatedAt.Equal(info.Created.UTC()) || slices.Contains(evicted, p.Node) {
+				continue
+			}
+			if p.Seq > info.LastSeq || p.LogDiverged {
+				verdict = &statelog.Truncation{Peer: p.Node, PeerSeq: p.Seq, LastSeq: info.LastSeq, PeerDiverged: p.LogDiverged}
+				break
+			}
+		}
+		rep.JudgeTruncation(verdict)
 	}
 }
 

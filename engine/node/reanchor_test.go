@@ -141,6 +141,20 @@ func TestReanchorRestored(t *testing.T) {
 		w, err := n.Tracker().UpdateWorkItem(ctx, engine.WriteOptions{}, key, 0, tracker.ItemPatch{Title: &title})
 		enginetest.Landed(t, n, engine.DomainTracker, w.WriteResult, err)
 	}
+	// A node that had not learnt of the move writes in generation 1, after
+	// the generation record: overtaken, it applies nowhere.
+	strangeRecord(t, n, "n8", 1)
+	enginetest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		for _, l := range rec.Lines(engine.EvRecordGated) {
+			if l.Attrs[engine.LogGate] == statelog.GateOvertaken {
+				return nil
+			}
+		}
+		return fmt.Errorf("no record gated %s", statelog.GateOvertaken)
+	})
+	if _, err := n.Tracker().GetProject(ctx, engine.ReadOptions{Level: engine.Linearizable}, "OPS"); engine.CodeOf(err) != engine.CodeNotFound {
+		t.Fatalf("an overtaken record's project: %v, want not_found", err)
+	}
 }
 
 // strangeRecord appends, by hand, a record writer decided in generation

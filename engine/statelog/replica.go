@@ -215,6 +215,9 @@ type Replica struct {
 	// never entered (reanchor.go).
 	gens    generations
 	strange atomic.Pointer[strangeRecord]
+	// truncated is the verdict that a peer's rows hold records the log
+	// lost (truncated.go).
+	truncated truncationState
 	// cover is the scopes of the retained records as the batch being
 	// applied sees them (retain.go; applier only), nil until needed.
 	cover *coverSet

@@ -147,6 +147,9 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if why := r.wrongLogWhy(); why != "" {
 		return wrongStream(r.stream, why)
 	}
+	if t := r.Truncated(); t != nil {
+		return truncatedRefusal(r.stream, t)
+	}
 	if r.evicted.Load() {
 		// Refused before anything is appended, so it names no position:
 		// another data node takes the write under the same id at once.
