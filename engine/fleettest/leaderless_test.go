@@ -21,9 +21,9 @@ import (
 // TestBootWaitsOutALeaderlessMember: a member of a log with no leader
 // answers a stream info request from its own copy, which is behind where
 // it was cut off. A boot whose checkpoint is past that end waits for a
-// leader instead of refusing wrong_stream on the member's word (the soak
-// met a restart refused so, seed 9117); once a leader answers, a
-// checkpoint really past the log's end is refused wrong_stream.
+// leader instead of judging on the member's word (the soak met a restart
+// refused so, seed 9117); once a leader answers, a checkpoint really past
+// the log's end opens refusing wrong_stream.
 func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	c := fleettest.StartCluster(t, fleettest.Options{})
 	ctx := context.Background()
@@ -67,16 +67,21 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := enginetest.NewRecorder()
+	// open opens the copy and answers how it stands: the boot's error,
+	// or, opened, the refusal its reads answer (nil for none).
 	open := func(d time.Duration) error {
 		octx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		r, err := statelog.Open(octx, statelog.Config{Node: "probe", DB: db, Log: log, Domain: trackapply.Domain{},
 			Logger: logs.Logger()})
-		if err == nil {
-			r.Close()
-			return errors.New("opened a copy whose checkpoint is past the log's end")
+		if err != nil {
+			return err
 		}
-		return err
+		defer r.Close()
+		if ref := r.OutOfService(); ref != nil {
+			return ref
+		}
+		return errors.New("opened a copy whose checkpoint is past the log's end, and serves it")
 	}
 	t0 := time.Now()
 	err = open(3 * time.Second)
@@ -91,7 +96,8 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	}
 
 	// With a leader back, the log's end is the leader's: still behind the
-	// checkpoint, so this copy is keyed to another history.
+	// checkpoint, so this copy is keyed to another history: it opens (the
+	// node stays up) and refuses wrong_stream.
 	for i := 1; i < 3; i++ {
 		if err := c.Start(i); err != nil {
 			t.Fatal(err)

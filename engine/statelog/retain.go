@@ -61,7 +61,11 @@ func (c *coverSet) add(scope []string, known bool) {
 		c.unknown = true
 	}
 	for _, s := range scope {
-		c.scopes[s] = true
+		if memberOf(s) == "" {
+			// A membership entry says where the record's object is, not
+			// what it changed: it covers none of its neighbours.
+			c.scopes[s] = true
+		}
 	}
 }
 
@@ -98,7 +102,12 @@ func memberOf(entry string) string {
 // scopeMeets reports whether a retained record's entry held meets the
 // entry e of a later record or a read: the same entry, or e is
 // membership of the container held names.
-func scopeMeets(held, e string) bool { return held == e || (held != "" && memberOf(e) == held) }
+func scopeMeets(held, e string) bool {
+	if memberOf(held) != "" {
+		return false // membership covers no neighbour
+	}
+	return held == e || (held != "" && memberOf(e) == held)
+}
 
 // retainIfHeld retains the record d where this build cannot apply it:
 // decErr says it would not decode, or its kind is one this build does

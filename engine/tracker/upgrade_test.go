@@ -79,3 +79,33 @@ func TestPurgeScopeNamesItsSubtree(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainedItemRecordDefersOnlyItsItem: a retained record about one
+// item (its scope the item and its project membership) defers that item's
+// reads and writes, and none of its neighbours' in the same project.
+func TestRetainedItemRecordDefersOnlyItsItem(t *testing.T) {
+	r := newRig(t, time.Now())
+	r.project("ENG")
+	a := r.item("ENG", "a", "")
+	b := r.item("ENG", "b", "")
+	ctx := context.Background()
+	id := r.get(a).ID
+	data, err := record.Encode(&record.Record{Kind: trackrec.KindUpdateWorkItem, Version: record.FormatVersion + 1, Writer: "n9", Generation: 1,
+		Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id), trackrec.InProject("ENG")}, Payload: []byte(`{"id":"` + id + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.n.Log(engine.DomainTracker).Publish(ctx, trackrec.ItemSubject(id), data, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, a)
+	if engine.CodeOf(err) != engine.CodeDeferred {
+		t.Fatalf("a read of %s under its own retained update: %v, want deferred", a, err)
+	}
+	title := "b moves on"
+	w, err := r.svc.UpdateWorkItem(ctx, r.op("update_work_item", b), b, 0, tracker.ItemPatch{Title: &title})
+	enginetest.Landed(t, r.n, engine.DomainTracker, w.WriteResult, err)
+	if _, err := r.svc.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, b); err != nil {
+		t.Fatalf("a read of %s beside a retained update of %s: %v", b, a, err)
+	}
+}
