@@ -153,8 +153,9 @@ func (c *campaign) took(rev uint64, l Lease) {
 // returns early.
 func (c *campaign) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
+	log := c.d.log.With("duty", c.job.Name)
 	for {
-		err := c.job.Run(ctx)
+		err := c.job.Run(ctx, log)
 		if ctx.Err() != nil {
 			return
 		}

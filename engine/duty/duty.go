@@ -51,9 +51,10 @@ type Job struct {
 	// Name names the duty fleet-wide ("tracker", "embedding").
 	Name string
 	// Run runs while this node holds the duty and returns when ctx ends
-	// (the lease lost or handed over, the node closing). A Run that
+	// (the lease lost or handed over, the node closing); log is the
+	// duty's (component duty, the node and the duty named). A Run that
 	// returns early is run again, a second later, while the lease holds.
-	Run func(ctx context.Context) error
+	Run func(ctx context.Context, log *slog.Logger) error
 	// Eligible, when set, says why this node may not hold the duty (on
 	// top of the node's own standing), nil while it may.
 	Eligible func() *engine.Refusal
@@ -66,12 +67,12 @@ type Provider interface {
 
 // Every is a Run that calls fn every interval (first at once) until ctx
 // ends; an error is logged and the next tick tries again.
-func Every(interval time.Duration, log *slog.Logger, fn func(ctx context.Context) error) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
+func Every(interval time.Duration, fn func(ctx context.Context, log *slog.Logger) error) func(ctx context.Context, log *slog.Logger) error {
+	return func(ctx context.Context, log *slog.Logger) error {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			if err := fn(ctx); err != nil && ctx.Err() == nil && log != nil {
+			if err := fn(ctx, log); err != nil && ctx.Err() == nil {
 				log.Warn("duty_run_failed", engine.LogErr, err.Error())
 			}
 			select {

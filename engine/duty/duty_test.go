@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ type runners struct {
 func newRunners() *runners { return &runners{now: map[string]bool{}, ran: map[string]int{}} }
 
 func (r *runners) job(node string) duty.Job {
-	return duty.Job{Name: "tracker", Run: func(ctx context.Context) error {
+	return duty.Job{Name: "tracker", Run: func(ctx context.Context, _ *slog.Logger) error {
 		r.mu.Lock()
 		if len(r.now) > 0 {
 			r.overlap.Add(1)

@@ -87,6 +87,10 @@ type Config struct {
 	// most one per AckEvery (default DefaultAckEvery; negative: one per
 	// applied batch). See statelog's acker.
 	AckEvery time.Duration
+	// DutyTTL is how long a duty's lease outlives its holder's last
+	// renewal (default duty.DefaultTTL): a killed holder's duty moves
+	// within it. It is the leases' bucket's, the same on every node.
+	DutyTTL time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.

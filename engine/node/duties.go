@@ -1,0 +1,88 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/duty"
+	"github.com/crewlet/crewlet/engine/metrics"
+)
+
+// openDuties opens the fleet's duties on this node (the leases' bucket),
+// retrying while a cluster still settles as the units' bucket does. A
+// node may hold a duty only while it serves (Unready: its copy in
+// service, normal mode, room on its volume).
+func (n *Node) openDuties(ctx context.Context) error {
+	cfg := n.cfg
+	wait := cfg.Stream.ClusterWait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		d, err := duty.Open(actx, duty.Config{JS: n.broker.JS, Node: cfg.Name, Replicas: max(cfg.Stream.Replicas, 1), TTL: cfg.DutyTTL,
+			Eligible: n.Unready, Clock: cfg.Clock, Logger: cfg.Logger})
+		cancel()
+		if err == nil {
+			n.duties = d
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) || cfg.Stream.Cluster.Listen == "" && cfg.Stream.Type != "nats" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// startDuties campaigns for every duty the domains' services offer
+// (duty.Provider), once the node is up.
+func (n *Node) startDuties() error {
+	for _, d := range n.domains {
+		p, ok := d.service.(duty.Provider)
+		if !ok {
+			continue
+		}
+		for _, j := range p.Duties() {
+			if err := n.duties.Start(j); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Duties are this node's duties: the leases it campaigns for and holds.
+func (n *Node) Duties() *duty.Duties { return n.duties }
+
+// dutyHolders reads who holds each duty, for the retention answer.
+func (n *Node) dutyHolders(ctx context.Context) ([]duty.Holder, error) {
+	if n.duties == nil {
+		return nil, engine.Refuse(engine.CodeInternal, "this node runs no duties.")
+	}
+	return n.duties.Holders(ctx)
+}
+
+// dutyStates are this node's duties for its metrics: held here or not,
+// and who the lease names (read once for all of them).
+func (n *Node) dutyStates(ctx context.Context) []metrics.DutyState {
+	if n.duties == nil {
+		return nil
+	}
+	holder := map[string]string{}
+	if hs, err := n.duties.Holders(ctx); err == nil {
+		for _, h := range hs {
+			holder[h.Duty] = h.Node
+		}
+	}
+	var out []metrics.DutyState
+	for _, s := range n.duties.Local() {
+		out = append(out, metrics.DutyState{Duty: s.Duty, Held: s.Held, Holder: holder[s.Duty], Acquired: s.Acquired, Lost: s.Lost})
+	}
+	return out
+}
