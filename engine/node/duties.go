@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -85,4 +86,29 @@ func (n *Node) dutyStates(ctx context.Context) []metrics.DutyState {
 		out = append(out, metrics.DutyState{Duty: s.Duty, Held: s.Held, Holder: holder[s.Duty], Acquired: s.Acquired, Lost: s.Lost})
 	}
 	return out
+}
+
+// startServices starts every domain service with work of its own on
+// this node (engine.Starter), once the node is up.
+func (n *Node) startServices(ctx context.Context) error {
+	h := engine.Host{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Company: n.cfg.Company.Location(), Clock: n.cfg.Clock, Logger: n.cfg.Logger}
+	for _, d := range n.domains {
+		s, ok := d.service.(engine.Starter)
+		if !ok {
+			continue
+		}
+		if err := s.Start(ctx, h); err != nil {
+			return fmt.Errorf("node: start the %s domain's service: %w", d.spec.Name(), err)
+		}
+		n.started = append(n.started, s)
+	}
+	return nil
+}
+
+// stopServices stops what startServices started, last first.
+func (n *Node) stopServices() {
+	for i := len(n.started) - 1; i >= 0; i-- {
+		n.started[i].Stop()
+	}
+	n.started = nil
 }

@@ -42,6 +42,8 @@ type Node struct {
 	trim    *trim.Trimmer
 	units   *turns.Units
 	duties  *duty.Duties
+	// started are the domain services started on this node (Starter).
+	started []engine.Starter
 	estate  *estate.Server
 	metrics *metrics.Registry
 	snaps   snapshots
@@ -128,6 +130,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
 	go n.sweepLoop()
+	if err := n.startServices(ctx); err != nil {
+		return n, err
+	}
 	if err := n.startDuties(); err != nil {
 		return n, err
 	}
@@ -384,6 +389,7 @@ func (n *Node) close() error {
 	// The duties first: each function this node runs stops, and its
 	// lease is handed over, while the services it calls still work.
 	n.duties.Close()
+	n.stopServices()
 	n.trim.Close()
 	n.closeSnapshots()
 	n.beat.Close()
