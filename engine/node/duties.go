@@ -112,3 +112,22 @@ func (n *Node) stopServices() {
 	}
 	n.started = nil
 }
+
+// openCoordination opens the coordination buckets: the units of work
+// seats derive their ids from, and the duties' leases.
+func (n *Node) openCoordination(ctx context.Context) error {
+	var err error
+	if n.units, err = openUnits(ctx, n.broker.JS, n.cfg); err != nil {
+		return err
+	}
+	return n.openDuties(ctx)
+}
+
+// startWork starts the domains' own work once the node is up: their
+// services' (Starter), then the duties they offer.
+func (n *Node) startWork(ctx context.Context) error {
+	if err := n.startServices(ctx); err != nil {
+		return err
+	}
+	return n.startDuties()
+}

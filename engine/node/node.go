@@ -119,10 +119,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.startTrim()
-	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
-		return n, err
-	}
-	if err := n.openDuties(ctx); err != nil {
+	if err := n.openCoordination(ctx); err != nil {
 		return n, err
 	}
 	if err := n.startSnapshots(); err != nil {
@@ -130,10 +127,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
 	go n.sweepLoop()
-	if err := n.startServices(ctx); err != nil {
-		return n, err
-	}
-	if err := n.startDuties(); err != nil {
+	if err := n.startWork(ctx); err != nil {
 		return n, err
 	}
 	syncSays := sync.String()

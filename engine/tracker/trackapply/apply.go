@@ -107,18 +107,25 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	if err != nil {
 		return err
 	}
-	if err := a.writeDue(rec); err != nil {
+	if err := a.owed(rec); err != nil {
 		return err
-	}
-	if a.hist.rows() > a.histFrom {
-		if err := a.recordBy(rec.By); err != nil {
-			return err
-		}
 	}
 	if err := a.finish(); err != nil || batched {
 		return err
 	}
 	return held.Flush(ctx, tx, at) // applied by hand: nothing else flushes it
+}
+
+// owed writes what the record owes beside its rows: the mirrors its
+// gesture writes next (mirrordue.go) and who wrote its history.
+func (a *apply) owed(rec *record.Record) error {
+	if err := a.writeDue(rec); err != nil {
+		return err
+	}
+	if a.hist.rows() > a.histFrom {
+		return a.recordBy(rec.By)
+	}
+	return nil
 }
 
 func decodeThen[T any](rec *record.Record, f func(*T) error) error {
