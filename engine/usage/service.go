@@ -247,6 +247,10 @@ func (s *Service) flush(ctx context.Context) error {
 	return nil
 }
 
+// Flush writes the calls recorded so far to the local record at once
+// (the loop does every second).
+func (s *Service) Flush(ctx context.Context) error { return s.flush(ctx) }
+
 // PublishNow flushes and publishes at once: today and yesterday, or with
 // all every day the local record holds. It answers how many objects it
 // published (those whose value changed).
