@@ -86,7 +86,14 @@ func TestUsageAcrossMidnight(t *testing.T) {
 		{"2026-01-15", "seat:ana"}: 1, {"2026-01-15", "seat:cy"}: 1}
 	agree(t, c, []int{0, 1, 2}, usage.Query{From: "2026-01-14", To: "2026-01-15"}, want)
 
-	// n3 misses the 16th whole: a gap on every node's coverage.
+	missADay(t, c, clock)
+	joinFromNothing(t, c, want)
+}
+
+// missADay: n3 stays down the whole 16th; the day it missed is a gap on
+// every node's coverage, not a refusal.
+func missADay(t *testing.T, c *fleettest.Cluster, clock *enginetest.Clock) {
+	ctx := context.Background()
 	c.Stop(2)
 	for range 2 { // the 16th, then the 17th, n3 back on the 17th
 		clock.Advance(24 * time.Hour)
@@ -114,7 +121,12 @@ func TestUsageAcrossMidnight(t *testing.T) {
 		return nil
 	})
 
-	// A fourth node joins from nothing: it replays current values only.
+}
+
+// joinFromNothing: a fourth node joins with an empty disk and replays the
+// usage log's current values only.
+func joinFromNothing(t *testing.T, c *fleettest.Cluster, want map[[2]string]int64) {
+	ctx := context.Background()
 	c.Stop(3)
 	if err := os.RemoveAll(c.Config(3).DataDir); err != nil {
 		t.Fatal(err)
