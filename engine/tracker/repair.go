@@ -127,8 +127,12 @@ func (s *Service) repairOne(ctx context.Context, o owed) (Repair, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: trackrec.KindMirrorEdges, Subject: trackrec.ItemSubject(o.other),
-			Scope: []string{trackrec.ItemScope(o.other), trackrec.ItemScope(o.item)}, Payload: m}, nil
+		// The scope the gesture's own mirror step declares.
+		scope, err := itemScope(ctx, tx, o.other, o.item)
+		if err != nil {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: trackrec.KindMirrorEdges, Subject: trackrec.ItemSubject(o.other), Scope: scope, Payload: m}, nil
 	})
 	r.Outcome, r.Position = wr.Outcome, wr.Position
 	return r, err

@@ -34,6 +34,10 @@ func (Domain) Name() engine.Domain { return usagerec.Domain }
 // compares its derivation with) and the sequence of that record.
 func (Domain) Schema() string { return schema }
 
+// Kinds is the domain's one record kind at its format version
+// (usagerec.DayVersion: why 1 is safe is said there).
+func (Domain) Kinds() map[string]int { return usagerec.Kinds }
+
 // Tables are the domain's tables, children first.
 var Tables = []string{"usage_tools", "usage_refusals", "usage_spend", "usage_days"}
 

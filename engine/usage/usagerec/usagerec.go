@@ -43,6 +43,10 @@ const KindDay = "usage.day"
 // this build then retains rather than applies with the field dropped.
 const DayVersion = 1
 
+// Kinds is every usage record kind with its format-version decision
+// (statelog.Domain.Kinds).
+var Kinds = map[string]int{KindDay: DayVersion}
+
 // KeepDays is how many company days of history every node keeps: the
 // newest day applied and the 180 before it. A day older leaves in the
 // transaction that applies the day that makes it old.
