@@ -15,9 +15,11 @@ import (
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/usage"
 	"github.com/crewlet/crewlet/tools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/usagetools"
 )
 
 // Builtin are the domains of this build, in the order a node runs them.
@@ -25,6 +27,7 @@ func Builtin() Registry {
 	return Registry{
 		Of(tracker.Spec, trackertools.Toolset),
 		Of(kb.Spec, kbtools.Toolset),
+		Of(usage.Spec, usagetools.Toolset),
 	}
 }
 

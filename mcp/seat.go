@@ -2,8 +2,11 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -17,6 +20,9 @@ const (
 	HeaderUnit            = "Crewlet-Unit"
 	HeaderTriggerPosition = "Crewlet-Trigger-Position"
 )
+
+// MaxSeatBytes bounds a seat's name (Crewlet-Seat).
+const MaxSeatBytes = 128
 
 const seatInstructions = "Crewlet is a replicated work tracker. You call its tools inside a turn: reads see every write made before them and the change that woke you. " +
 	"Writes need no op_id: a re-run of this turn that repeats the same call with exactly the same arguments writes nothing twice; a call you word differently is a new write. " +
@@ -65,6 +71,11 @@ func SeatHandler(s *server.MCPServer, logger *slog.Logger) http.Handler {
 		if r.Header.Get(HeaderSeat) == "" || r.Header.Get(HeaderUnit) == "" {
 			writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
 				"a seat request carries the headers Crewlet-Seat (the seat) and Crewlet-Unit (its unit of work); send both with every request.")
+			return
+		}
+		if seat := r.Header.Get(HeaderSeat); len(seat) > MaxSeatBytes || strings.ContainsFunc(seat, unicode.IsControl) {
+			writeRefusal(w, http.StatusBadRequest, string(engine.CodeInvalidArgument),
+				fmt.Sprintf("Crewlet-Seat names the seat in at most %d bytes and no control character (records and the usage history name it); send its name.", MaxSeatBytes))
 			return
 		}
 		if tok := r.Header.Get(HeaderTriggerPosition); tok != "" {

@@ -7,10 +7,12 @@ import (
 	"github.com/crewlet/crewlet/engine/kb"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/usage"
 	"github.com/crewlet/crewlet/tools"
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/usagetools"
 )
 
 // catalogueOf is the catalogue of the build's toolsets over services
@@ -26,6 +28,8 @@ func catalogueOf(services ...any) tools.Catalogue {
 			c = append(c, trackertools.Toolset(s))
 		case *kb.Service:
 			c = append(c, kbtools.Toolset(s))
+		case *usage.Service:
+			c = append(c, usagetools.Toolset(s))
 		case *statelog.NodeGates:
 			gates = s
 		case *fleet.Status:

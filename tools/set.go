@@ -125,11 +125,12 @@ func (s Surface) offers(e Entry) bool {
 func (c Catalogue) Set(d Deps) []server.ServerTool {
 	mustSurface(d.Surface)
 	var out []server.ServerTool
+	obs := c.observers()
 	for _, ts := range c {
 		for _, e := range ts.Entries {
 			if d.Surface.offers(e) && d.Filter.Keeps(ts.Name, e.Read) && (e.Needs == nil || e.Needs()) {
 				t, h := e.Build(d)
-				out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, h)})
+				out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, d.served(t.Name, h, obs))})
 			}
 		}
 	}

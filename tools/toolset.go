@@ -28,6 +28,11 @@ type Toolset struct {
 	// by argument name: the values there are, for the kit to match
 	// against what the client typed.
 	Complete map[string]func(ctx context.Context, d Deps, prefix string, resolved map[string]string) []string
+	// Observe, when set, sees every tool call of every toolset of the
+	// catalogue once it is answered, on every surface built over it (the
+	// usage domain's record of what the node served). It runs on the
+	// call's goroutine and must not block.
+	Observe func(ctx context.Context, c Served)
 }
 
 // Catalogue is every toolset a server offers, in order: each tool once,

@@ -26,6 +26,7 @@ import (
 // package's that uses it (NodeConfig, HTTPConfig, operator.token).
 type Config struct {
 	Node     NodeSection     `yaml:"node"`
+	Company  CompanySection  `yaml:"company"`
 	Stream   StreamSection   `yaml:"stream"`
 	Store    StoreSection    `yaml:"store"`
 	Operator OperatorSection `yaml:"operator"`
@@ -42,6 +43,13 @@ type NodeSection struct {
 	Name string `yaml:"name"`
 	// Mode is node.mode: normal, maintenance or seal (default normal).
 	Mode string `yaml:"mode"`
+}
+
+// CompanySection is company.*.
+type CompanySection struct {
+	// Timezone is company.timezone: the IANA time zone the company's
+	// days are cut in (its usage days; default UTC).
+	Timezone string `yaml:"timezone"`
 }
 
 // StreamSection is stream.*.
@@ -383,6 +391,7 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 			Leaf:   node.LeafConfig{URLs: c.Stream.Leaf.URLs},
 		},
 		Store:     node.StoreConfig{BusyTimeoutSeconds: c.Store.BusyTimeoutSeconds},
+		Company:   node.CompanyConfig{Timezone: c.Company.Timezone},
 		Retention: c.Retention.nodeConfig(),
 		Trim:      c.Retention.trimConfig(),
 	}

@@ -165,7 +165,7 @@ func TestToolFilters(t *testing.T) {
 	for _, args := range [][]string{{"mcp", "--toolsets", "tracker,issues"}, {"serve", "--toolsets", "issues"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "tracker, kb, fleet") {
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "tracker, kb, usage, fleet") {
 			t.Errorf("crewlet %v: %v, want a non-zero exit naming the toolsets\n%s", args, err, out)
 		}
 	}

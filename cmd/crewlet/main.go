@@ -27,6 +27,9 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+	// The IANA zones ride in the binary: company.timezone resolves on a
+	// host without a zoneinfo database too.
+	_ "time/tzdata"
 
 	"github.com/crewlet/crewlet/domains"
 

@@ -120,7 +120,7 @@ func (c *RetentionCommand) status(ctx context.Context, args []string) error {
 	nf := addNodeFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON, with the instants (stream_created_at, checkpoint_stored_at)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag,\nand which broker server leads the node's reader (its consumer) since when.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: crewlet retention status [flags]\n\nPrint seq and applied_through per data node and domain, beside GEN and lag,\nand which broker server leads the node's reader (its consumer) since when,\nand which node holds each of the fleet's duties.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -164,6 +164,7 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		}
 		writeFloorLine(w, l)
 	}
+	writeDuties(w, a)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tDOMAIN\tGEN\tSEQ\tAPPLIED_THROUGH\tLAG\tBEAT\tLONGEST_TX\tLONGEST_BATCH\tREADER_LED_BY")
 	var applyErrs []string
@@ -206,6 +207,29 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 		fmt.Fprintln(w, e)
 	}
 	return nil
+}
+
+// writeDuties renders who holds each duty of the fleet: the node, since
+// when and its last renewal, or vacant (a duty nobody holds until a node
+// in service takes it).
+func writeDuties(w io.Writer, a fleet.Answer) {
+	if a.DutiesUnread != "" {
+		fmt.Fprintf(w, "duties: unreadable (%s)\n", a.DutiesUnread)
+	}
+	for _, d := range a.Duties {
+		if d.Node == "" {
+			fmt.Fprintf(w, "duty %s: vacant\n", d.Duty)
+			continue
+		}
+		fmt.Fprintf(w, "duty %s: held by %s", d.Duty, d.Node)
+		if d.Since != nil {
+			fmt.Fprintf(w, " since %s", d.Since.Format(time.RFC3339))
+		}
+		if d.RenewedAt != nil {
+			fmt.Fprintf(w, ", renewed %s", d.RenewedAt.Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, " (term %d)\n", d.Term)
+	}
 }
 
 // writeFloorLine renders a log's trim floor and the term that holds it:

@@ -81,7 +81,7 @@ func fillTracker(t *testing.T, c *client.Client, project string) map[string]any 
 func TestSetCapacity(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "crewlet.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_max_bytes: 3GiB, tracker_log_max_bytes: %d}\n", smallTracker)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_max_bytes: 4GiB, tracker_log_max_bytes: %d}\n", smallTracker)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bin := BuildBinary(t)

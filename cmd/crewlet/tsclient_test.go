@@ -45,6 +45,7 @@ import (
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/usagetools"
 )
 
 // harnessDir holds harness.mjs, its package.json and the committed
@@ -149,6 +150,8 @@ func steps() []step {
 
 		op(s(fleettools.NameRetentionStatus, map[string]any{}, expectOK)),
 		op(s(fleettools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument")),
+		op(s(usagetools.NameUsageReport, map[string]any{}, expectOK)),
+		op(s(usagetools.NameUsageReport, map[string]any{"from": "2026-13-01"}, "invalid_argument")),
 		// A name no node has: the gate is written all the same, and
 		// touches nobody here.
 		op(s(fleettools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/duty"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -33,6 +34,11 @@ type Answer struct {
 	// Alarms are the alarms up on the answering node (statelog.Alarms):
 	// records_gated, deferral, log_full_approaching, applier_faulted.
 	Alarms []statelog.Alarm `json:"alarms"`
+	// Duties are the fleet's duties and who holds each now (engine/duty:
+	// a node that is empty holds nothing, the duty is vacant), read from
+	// the leases' bucket; DutiesUnread says why they could not be.
+	Duties       []duty.Holder `json:"duties"`
+	DutiesUnread string        `json:"duties_unread,omitempty"`
 }
 
 // LogFigures is a log's state as this node reads it.
@@ -105,6 +111,8 @@ type Status struct {
 	Known func() ([]Position, time.Time)
 	// ReaderLead, when set, names who leads each node's consumer.
 	ReaderLead ReaderLeadFunc
+	// Duties, when set, reads who holds each duty of the fleet.
+	Duties func(ctx context.Context) ([]duty.Holder, error)
 }
 
 // Answer reads the register and the logs' ends. It refuses
@@ -114,7 +122,8 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	if clock == nil {
 		clock = engine.SystemClock{}
 	}
-	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}, Alarms: []statelog.Alarm{}}
+	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}, Alarms: []statelog.Alarm{}, Duties: []duty.Holder{}}
+	s.readDuties(ctx, &a)
 	for _, r := range s.Replicas {
 		a.Alarms = append(a.Alarms, r.Alarms(ctx)...)
 	}
@@ -139,6 +148,21 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
 	s.readReaders(ctx, a.Nodes)
 	return a, nil
+}
+
+// readDuties adds who holds each duty, or why that could not be read.
+func (s *Status) readDuties(ctx context.Context, a *Answer) {
+	if s.Duties == nil {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	hs, err := s.Duties(dctx)
+	if err != nil {
+		a.DutiesUnread = err.Error()
+		return
+	}
+	a.Duties = hs
 }
 
 // readReaders fills in who leads each node's consumer, all at once and

@@ -48,6 +48,18 @@ type NodeState struct {
 	// LedgerWatermark is how far back the ledger may have lost rows;
 	// zero while it has lost none.
 	LedgerWatermark time.Time
+	// Duties are the duties this node campaigns for.
+	Duties []DutyState
+}
+
+// DutyState is one duty as this node sees it: whether it holds it, who
+// the lease names (empty: vacant, or unread), and the holdings it took
+// and lost since it started.
+type DutyState struct {
+	Duty           string
+	Held           bool
+	Holder         string
+	Acquired, Lost uint64
 }
 
 // StateFunc reads the node's state; it is called once per scrape.
@@ -95,6 +107,12 @@ func NewStateCollector(read StateFunc) prometheus.Collector {
 		"Unix time before which the ledger may have lost rows to its 30-day sweep (0: it has lost none).", nil, nil)
 	c.descs["alarm"] = prometheus.NewDesc(Namespace+"_alarm",
 		"1 while the named alarm is up on this node for the domain, else 0: records_gated, deferral, log_full_approaching, applier_faulted.", []string{"name", "domain"}, nil)
+	c.descs["duty_held"] = prometheus.NewDesc(Namespace+"_duty_held", "1 while this node holds the named duty (engine/duty), else 0.", []string{"duty"}, nil)
+	c.descs["duty_holder"] = prometheus.NewDesc(Namespace+"_duty_holder",
+		"1 for the node the duty's lease names now, as this node reads the leases' bucket (holder=\"\": vacant or unread).", []string{"duty", "holder"}, nil)
+	c.descs["duty_acquired"] = prometheus.NewDesc(Namespace+"_duty_acquired_total", "Holdings of the duty this node took since it started.", []string{"duty"}, nil)
+	c.descs["duty_lost"] = prometheus.NewDesc(Namespace+"_duty_lost_total",
+		"Holdings of the duty this node lost since it started: a renewal refused, or fenced after half a TTL without one.", []string{"duty"}, nil)
 	return c
 }
 
@@ -149,4 +167,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		wm = float64(st.LedgerWatermark.UnixNano()) / 1e9
 	}
 	gauge("ledger_watermark", wm)
+	for _, d := range st.Duties {
+		held := 0.0
+		if d.Held {
+			held = 1
+		}
+		gauge("duty_held", held, d.Duty)
+		gauge("duty_holder", 1, d.Duty, d.Holder)
+		ch <- prometheus.MustNewConstMetric(c.descs["duty_acquired"], prometheus.CounterValue, float64(d.Acquired), d.Duty)
+		ch <- prometheus.MustNewConstMetric(c.descs["duty_lost"], prometheus.CounterValue, float64(d.Lost), d.Duty)
+	}
 }

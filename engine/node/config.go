@@ -87,6 +87,12 @@ type Config struct {
 	// most one per AckEvery (default DefaultAckEvery; negative: one per
 	// applied batch). See statelog's acker.
 	AckEvery time.Duration
+	// Company is the company.* block: where the company's days are cut.
+	Company CompanyConfig
+	// DutyTTL is how long a duty's lease outlives its holder's last
+	// renewal (default duty.DefaultTTL): a killed holder's duty moves
+	// within it. It is the leases' bucket's, the same on every node.
+	DutyTTL time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
 	// Hooks are test and failpoint seams; nil in production.
@@ -182,6 +188,39 @@ type ClientConfig struct {
 type LeafConfig struct {
 	// URLs is stream.leaf.urls: the cluster members a leaf broker joins.
 	URLs []string
+}
+
+// CompanyConfig is the company.* block of Tier A.
+type CompanyConfig struct {
+	// Timezone is company.timezone: an IANA time zone name
+	// ("Europe/Paris"), where the company's days are cut (the usage
+	// domain's days). Default UTC.
+	Timezone string
+}
+
+// Location is the company's time zone (UTC when unset); Validate has
+// refused a name that names none.
+func (c CompanyConfig) Location() *time.Location {
+	if c.Timezone == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(c.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// ParseTimezone checks company.timezone: empty (UTC) or an IANA zone
+// name this build knows ("Europe/Paris", "UTC").
+func ParseTimezone(s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, err := time.LoadLocation(s); err != nil || s == "Local" {
+		return &engine.ConfigError{Field: "company.timezone", Value: s, Reason: "is not an IANA time zone name such as \"Europe/Paris\" or \"UTC\" (the company's days are cut there)"}
+	}
+	return nil
 }
 
 // StoreConfig is the store.* block of Tier A.

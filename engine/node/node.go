@@ -15,6 +15,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/duty"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/metrics"
@@ -40,6 +41,9 @@ type Node struct {
 	beat    *fleet.Register
 	trim    *trim.Trimmer
 	units   *turns.Units
+	duties  *duty.Duties
+	// started are the domain services started on this node (Starter).
+	started []engine.Starter
 	estate  *estate.Server
 	metrics *metrics.Registry
 	snaps   snapshots
@@ -115,7 +119,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return n, err
 	}
 	n.startTrim()
-	if n.units, err = openUnits(ctx, n.broker.JS, cfg); err != nil {
+	if err := n.openCoordination(ctx); err != nil {
 		return n, err
 	}
 	if err := n.startSnapshots(); err != nil {
@@ -123,6 +127,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
 	go n.sweepLoop()
+	if err := n.startWork(ctx); err != nil {
+		return n, err
+	}
 	syncSays := sync.String()
 	if cfg.Stream.Type == "nats" {
 		syncSays = "the external servers' own (not checked)"
@@ -285,7 +292,7 @@ func (n *Node) Retention() *fleet.Status {
 		logs[d.spec.Name()] = d.log
 	}
 	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known,
-		ReaderLead: n.readerLead}
+		ReaderLead: n.readerLead, Duties: n.dutyHolders}
 }
 
 // readerLead reads who leads node's consumer on domain's log.
@@ -373,6 +380,10 @@ func (n *Node) close() error {
 	if n.estate != nil {
 		n.estate.Close()
 	}
+	// The duties first: each function this node runs stops, and its
+	// lease is handed over, while the services it calls still work.
+	n.duties.Close()
+	n.stopServices()
 	n.trim.Close()
 	n.closeSnapshots()
 	n.beat.Close()

@@ -55,6 +55,7 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 	if wm, lost, err := ledger.Watermark(ctx, n.db); err == nil && lost {
 		st.LedgerWatermark = wm
 	}
+	st.Duties = n.dutyStates(ctx)
 	return st
 }
 

@@ -407,7 +407,7 @@ func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, remo
 	for i, o := range others {
 		m := per[o]
 		okey := s.keyOf(ctx, o)
-		ok, err := wk.step(ctx, "mirror", o, okey, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
+		ok, err := wk.step(ctx, MirrorStepVerb, o, okey, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
 			scope, err := itemScope(ctx, tx, o, id)
 			if err != nil {
 				return nil, err

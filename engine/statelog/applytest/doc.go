@@ -16,7 +16,9 @@
 //	                       runner's own: op=NAME (the operation NAME: a
 //	                       second use is a second copy of it), writer=N
 //	                       (default n1), by=WHO (default operator; by= for
-//	                       none), v=N (the format version: above this
+//	                       none), step=(NAME,VERB,OBJECT) (the id of that
+//	                       step of operation NAME, as a walk derives it),
+//	                       digest=D (the call's argument digest), v=N (the format version: above this
 //	                       build's, the record cannot be decoded),
 //	                       kind=K, subject=S (under the domain's
 //	                       prefix) and scope=(...) override the domain's;

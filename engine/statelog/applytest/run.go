@@ -170,6 +170,11 @@ func (s *script) appendOne(verb string, args Args, say func(string, ...any)) err
 	if rec.OpID, err = s.opID(name); err != nil {
 		return err
 	}
+	if st := args.Strs("step"); len(st) > 0 {
+		if rec.OpID, err = s.stepID(st); err != nil {
+			return err
+		}
+	}
 	data, err := record.Encode(rec)
 	if err != nil {
 		return err
@@ -230,6 +235,9 @@ func (s *script) record(verb string, args Args) (*record.Record, error) {
 	if args.Has("by") {
 		rec.By = args.Str("by")
 	}
+	if args.Has("digest") {
+		rec.Digest = args.Str("digest")
+	}
 	return rec, nil
 }
 
@@ -254,6 +262,28 @@ func (s *script) opID(name string) (string, error) {
 		return "", err
 	}
 	s.ops[name], s.names[id.String()] = id.String(), name
+	return id.String(), nil
+}
+
+// stepID is the id of step (NAME,VERB,OBJECT) of the gesture named NAME
+// (ledger.Step), as a walk derives it.
+func (s *script) stepID(step []string) (string, error) {
+	if len(step) != 3 {
+		return "", fmt.Errorf("step=%v: want step=(NAME,VERB,OBJECT)", step)
+	}
+	parent, err := s.opID(step[0])
+	if err != nil {
+		return "", err
+	}
+	p, err := ledger.Parse(parent)
+	if err != nil {
+		return "", err
+	}
+	id, err := ledger.Step(p, step[1], step[2])
+	if err != nil {
+		return "", err
+	}
+	s.names[id.String()] = strings.Join(step, "/")
 	return id.String(), nil
 }
 

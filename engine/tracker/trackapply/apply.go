@@ -31,7 +31,7 @@ var (
 func (Domain) Name() engine.Domain { return engine.DomainTracker }
 
 // Schema is the tracker's tables.
-func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema }
+func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema + mirrorDueSchema }
 
 // RulesVersion is the version of the rules computing the computed columns.
 func (Domain) RulesVersion() int { return RulesVersion }
@@ -107,15 +107,25 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	if err != nil {
 		return err
 	}
-	if a.hist.rows() > a.histFrom {
-		if err := a.recordBy(rec.By); err != nil {
-			return err
-		}
+	if err := a.owed(rec); err != nil {
+		return err
 	}
 	if err := a.finish(); err != nil || batched {
 		return err
 	}
 	return held.Flush(ctx, tx, at) // applied by hand: nothing else flushes it
+}
+
+// owed writes what the record owes beside its rows: the mirrors its
+// gesture writes next (mirrordue.go) and who wrote its history.
+func (a *apply) owed(rec *record.Record) error {
+	if err := a.writeDue(rec); err != nil {
+		return err
+	}
+	if a.hist.rows() > a.histFrom {
+		return a.recordBy(rec.By)
+	}
+	return nil
 }
 
 func decodeThen[T any](rec *record.Record, f func(*T) error) error {
@@ -146,9 +156,12 @@ type apply struct {
 	// ownProject is the project the record is about, if it is one's.
 	ownProject string
 	hist       *rowBuffer
-	tags       *rowBuffer
-	watchers   *rowBuffer
-	edges      *rowBuffer
+	// due are the mirrors the record owes: the item that authored the
+	// edges by the other item the mirror is due on (mirrordue.go).
+	due      map[string]string
+	tags     *rowBuffer
+	watchers *rowBuffer
+	edges    *rowBuffer
 }
 
 // finish writes what the record changed: every touched item's row (version

@@ -55,6 +55,7 @@ func (a *apply) createItem(c *trackrec.CreateWorkItem) error {
 			return err
 		} else if other != nil {
 			a.addEdge(it, e, true)
+			a.owe(c.ID, e.Other)
 		}
 	}
 	return nil
@@ -98,12 +99,14 @@ func (a *apply) updateItem(u *trackrec.UpdateWorkItem) error {
 			return err
 		} else if other != nil {
 			a.addEdge(it, e, true)
+			a.owe(u.ID, e.Other)
 		}
 	}
 	for _, e := range u.RemoveEdges {
 		if err := a.removeEdge(it, e, true); err != nil {
 			return err
 		}
+		a.owe(u.ID, e.Other)
 	}
 	return nil
 }

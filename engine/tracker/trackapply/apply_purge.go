@@ -24,6 +24,9 @@ func (a *apply) purge(p *trackrec.Purge) error {
 	if err := a.refileDependents(it); err != nil {
 		return err
 	}
+	if err := a.forgetDue(it.ID); err != nil {
+		return err
+	}
 	return a.destroy(it)
 }
 

@@ -37,6 +37,7 @@ var tables = []applytest.Table{
 	{Name: "tracker_history", Order: "item, seq, n", Print: "item, seq, n, field, old, new, handoffs"},
 	{Name: "tracker_record_by", Order: "seq"},
 	{Name: "tracker_purged", Order: "id"},
+	{Name: "tracker_mirror_due", Order: "step", Print: "item, other, digest, seq"},
 	{Name: "tracker_search", Order: "rowid", Compare: "rowid, *", Print: "rowid, title, description, comments"},
 }
 

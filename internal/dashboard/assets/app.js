@@ -225,6 +225,35 @@ const views = {
     return out;
   },
 
+  async usage(days) {
+    days = Number(days) || 14;
+    const to = new Date();
+    const from = new Date(to.getTime() - (days - 1) * 86400000);
+    const ymd = (d) => d.toISOString().slice(0, 10);
+    // The node cuts days on the company's clock; the range asked is the
+    // browser's days, and the answer names the range it served.
+    const u = await api('/api/v1/usage', { from: ymd(from), to: ymd(to) });
+    const cov = u.coverage || { nodes: [], ratio: 1 };
+    const out = [h('h2', {}, 'Usage'),
+      h('p', { class: 'links' }, [7, 14, 30, 90, 181].map((n) => h('a', { href: '#/usage/' + n, class: n === days ? 'active' : '' }, n + ' days'))),
+      readInfo(u),
+      h('p', { class: 'muted', 'data-coverage': String(cov.ratio) }, u.from + ' to ' + u.to + ' (' + u.timezone + ') · coverage ' +
+        Math.round(cov.ratio * 100) + ' % of node-days (' + cov.node_days + ' of ' + cov.expected + ')' +
+        cov.nodes.filter((n) => n.missing.length).map((n) => ' · ' + n.node + ' missing ' + n.missing.join(', ')).join('')),
+      h('p', {}, 'calls ' + u.totals.calls + ' · refusals ' + u.totals.refusals + ' · turns ' + u.totals.turns +
+        (u.totals.spend || []).map((s) => ' · ' + s.model + ' $' + (s.cost_micros / 1e6).toFixed(2) + ' (' + s.input_tokens + ' in, ' + s.output_tokens + ' out)').join('')),
+      usageChart(u)];
+    out.push(h('h3', {}, 'Seats'), u.seats.length ? figures(u.seats.map((s) => ({ seat: s.seat, calls: s.calls, refusals: s.refusals, turns: s.turns,
+      refusals_by_code: s.refusals_by_code.map((r) => r.code + ' ' + r.n).join(', '),
+      spend: s.spend.map((x) => x.model + ' $' + (x.cost_micros / 1e6).toFixed(2)).join(', '),
+      tools: s.tools.slice(0, 5).map((t) => t.tool + ' ' + t.calls).join(', ') }))) : h('p', { class: 'muted' }, 'No calls in this range.'));
+    out.push(h('h3', {}, 'Tools'), u.tools.length ? figures(u.tools.map((t) => ({ tool: t.tool, calls: t.calls, refusals: t.refusals,
+      outcomes: Object.entries(t.outcomes).map(([k, v]) => k + ' ' + v).join(', ') }))) : h('p', { class: 'muted' }, 'None.'));
+    out.push(h('h3', {}, 'Call durations'), figures([Object.fromEntries(u.totals.durations.map((n, i) =>
+      [i < u.totals.duration_buckets_ms.length ? '≤ ' + u.totals.duration_buckets_ms[i] + ' ms' : '> ' + u.totals.duration_buckets_ms.at(-1) + ' ms', n]))]));
+    return out;
+  },
+
   async audit() {
     const a = await api('/api/v1/audit', { limit: 200 });
     const rows = (a.entries || []).map((e) => ({
@@ -236,6 +265,52 @@ const views = {
       rows.length ? figures(rows, ['at', 'by', 'what']) : h('p', { class: 'muted' }, 'No purge, eviction, readmission or capacity change yet.')];
   },
 };
+
+// usageChart draws the usage answer's days as an SVG: calls per day as
+// bars stacked by seat (one colour a seat, named in the legend), the
+// day's refusals as a red mark on each bar, and the day under it.
+function usageChart(u) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const el = (tag, attrs, text) => {
+    const e = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    if (text !== undefined) e.textContent = String(text);
+    return e;
+  };
+  const seats = [...new Set(u.days.flatMap((d) => d.seats.map((s) => s.seat)))].sort();
+  const palette = ['#3b6fd1', '#2a9d8f', '#e9a23b', '#8e5bd1', '#d1495b', '#5c946e', '#c06c84', '#457b9d', '#b5838d', '#6d6875'];
+  const colour = (seat) => palette[seats.indexOf(seat) % palette.length];
+  const W = 760, H = 220, left = 40, bottom = 36, top = 10;
+  const max = Math.max(1, ...u.days.map((d) => d.calls));
+  const bw = (W - left - 10) / Math.max(u.days.length, 1);
+  const y = (n) => top + (H - top - bottom) * (1 - n / max);
+  const svg = el('svg', { viewBox: '0 0 ' + W + ' ' + H, width: W, height: H, role: 'img', class: 'usage-chart',
+    'aria-label': 'calls and refusals per day, by seat' });
+  svg.append(el('line', { x1: left, y1: y(0), x2: W - 10, y2: y(0), stroke: '#9aa3ad' }));
+  svg.append(el('text', { x: left - 4, y: y(max) + 4, 'text-anchor': 'end', 'font-size': 10 }, max));
+  svg.append(el('text', { x: left - 4, y: y(0), 'text-anchor': 'end', 'font-size': 10 }, 0));
+  u.days.forEach((d, i) => {
+    const x = left + i * bw + bw * 0.15;
+    let acc = 0;
+    for (const s of d.seats) {
+      const r = el('rect', { x, y: y(acc + s.calls), width: bw * 0.7, height: y(acc) - y(acc + s.calls), fill: colour(s.seat), 'data-day': d.day, 'data-seat': s.seat });
+      r.append(el('title', {}, d.day + ' · ' + s.seat + ': ' + s.calls + ' calls, ' + s.refusals + ' refused'));
+      svg.append(r);
+      acc += s.calls;
+    }
+    if (d.refusals > 0) {
+      const m = el('rect', { x: x - 2, y: y(d.refusals) - 1.5, width: bw * 0.7 + 4, height: 3, fill: '#d1162b', 'data-refusals': d.refusals });
+      m.append(el('title', {}, d.day + ': ' + d.refusals + ' refused'));
+      svg.append(m);
+    }
+    if (u.days.length <= 31 || i % Math.ceil(u.days.length / 15) === 0) {
+      svg.append(el('text', { x: x + bw * 0.35, y: H - bottom + 14, 'text-anchor': 'middle', 'font-size': 9 }, d.day.slice(5)));
+    }
+  });
+  const legend = h('p', { class: 'legend' }, seats.map((s) => h('span', { class: 'key' }, h('span', { class: 'swatch', style: 'background:' + colour(s) }), s)),
+    h('span', { class: 'key' }, h('span', { class: 'swatch', style: 'background:#d1162b' }), 'refusals'));
+  return h('figure', { class: 'usage' }, svg, legend);
+}
 
 // backupProgress renders this node's snapshot take under way (pages
 // copied of the total, then the artefact being stored) or its last one.
@@ -326,6 +401,7 @@ function route() {
     case 'kb': return ['kb', () => views.kb(parts[1])];
     case 'page': return ['kb', () => views.page(parts[1])];
     case 'search': return ['search', () => views.search(parts[1])];
+    case 'usage': return ['usage', () => views.usage(parts[1])];
     case 'settings': return parts[1] === 'audit' ? ['audit', () => views.audit()] : ['settings', () => views.retention()];
     default: return ['board', () => views.board(parts[1])];
   }
@@ -402,7 +478,7 @@ async function watch() {
     if (sig !== state.positions) {
       state.positions = sig;
       await render();
-    } else if (['settings', 'audit'].includes(route()[0])) {
+    } else if (['settings', 'audit', 'usage'].includes(route()[0])) {
       await render();
     }
   } catch (err) { /* the next tick asks again; a 401 has logged out */ }
