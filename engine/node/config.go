@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/embed"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/trim"
 )
@@ -89,6 +90,13 @@ type Config struct {
 	AckEvery time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
+	// Embedder is embedder.*: what embeds text for a domain that asks for
+	// an embedder (the vectors domain); zero is the builtin model.
+	Embedder embed.Config
+	// Duties runs the work a domain holds while this node holds the
+	// duty (engine/duty's lease); nil runs it under the interim rule
+	// (duties.go).
+	Duties Duties
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
 }

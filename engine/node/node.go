@@ -43,6 +43,7 @@ type Node struct {
 	estate  *estate.Server
 	metrics *metrics.Registry
 	snaps   snapshots
+	duties  dutiesRun
 	stop    chan struct{}
 	swept   chan struct{}
 
@@ -123,6 +124,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.stop, n.swept = make(chan struct{}), make(chan struct{})
 	go n.sweepLoop()
+	n.startDuties()
 	syncSays := sync.String()
 	if cfg.Stream.Type == "nats" {
 		syncSays = "the external servers' own (not checked)"
@@ -370,6 +372,7 @@ func (n *Node) Close() error {
 
 func (n *Node) close() error {
 	var errs []error
+	n.stopDuties()
 	if n.estate != nil {
 		n.estate.Close()
 	}
