@@ -197,7 +197,7 @@ func (s *Service) hybridSearch(ctx context.Context, r engine.ReadOptions, sq Sea
 		return SearchResult{}, err
 	}
 	out := SearchResult{Hits: []SearchHit{}, Ranking: RankingHybrid}
-	vhits, verr := vectorCandidates(ctx, ix, sq.Query, []semantic.Kind{semantic.WorkItem, semantic.Comment}, 2*depth+candidateSlack)
+	vhits, verr := vectorCandidates(ctx, ix, sq.Query, []semantic.Kind{semantic.WorkItem, semantic.Comment}, depth+candidateSlack)
 	var fused []candidate
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		q := s.replica.Prepared(tx)

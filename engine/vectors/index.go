@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"math"
+	"math/bits"
 	"sync"
 
 	"github.com/crewlet/crewlet/engine/semantic"
@@ -38,13 +39,37 @@ type meta struct {
 }
 
 // slab holds one kind's vectors contiguously: codes[i*dims:(i+1)*dims]
-// is ids[i]'s.
+// is ids[i]'s int8 code, bits[i*words:(i+1)*words] its sign bits.
 type slab struct {
 	ids    []string
 	owners []string
 	codes  []int8
 	scales []float32
+	bits   []uint64
 	pos    map[string]int
+}
+
+// words is how many uint64s hold a vector's sign bits: a bit a
+// component for positive, another for negative, so a zero component (the
+// builtin model's vectors are sparse) is neither and two zeros agree
+// without a sign in common.
+func (x *index) words() int { return 2 * ((x.dims + 63) / 64) }
+
+// signBits sets v's sign bits: positives in the first half of out,
+// negatives in the second.
+func signBits(v []float32, out []uint64) {
+	for i := range out {
+		out[i] = 0
+	}
+	half := len(out) / 2
+	for i, f := range v {
+		switch {
+		case f > 0:
+			out[i/64] |= 1 << (i % 64)
+		case f < 0:
+			out[half+i/64] |= 1 << (i % 64)
+		}
+	}
 }
 
 func newIndex(model string, dims int) *index {
@@ -94,6 +119,9 @@ func (x *index) put(source string, m meta, vec []float32) {
 	start := len(s.codes)
 	s.codes = append(s.codes, make([]int8, x.dims)...)
 	s.scales = append(s.scales, quantize(vec, s.codes[start:]))
+	w := len(s.bits)
+	s.bits = append(s.bits, make([]uint64, x.words())...)
+	signBits(vec, s.bits[w:])
 }
 
 // remove takes a source out (swapping the slab's last entry into its
@@ -116,9 +144,12 @@ func (x *index) remove(source string) {
 	if i != last {
 		s.ids[i], s.owners[i], s.scales[i] = s.ids[last], s.owners[last], s.scales[last]
 		copy(s.codes[i*x.dims:(i+1)*x.dims], s.codes[last*x.dims:])
+		w := x.words()
+		copy(s.bits[i*w:(i+1)*w], s.bits[last*w:])
 		s.pos[s.ids[i]] = i
 	}
 	s.ids, s.owners, s.scales, s.codes = s.ids[:last], s.owners[:last], s.scales[:last], s.codes[:last*x.dims]
+	s.bits = s.bits[:last*x.words()]
 	delete(s.pos, source)
 }
 
@@ -215,14 +246,19 @@ func (h *hits) Pop() any {
 	return v
 }
 
-// nearest scans the kinds' slabs with the query's int8 codes and keeps
-// the k best, best first.
+// nearest answers the k sources of kinds nearest to q, best first. A
+// large slab is searched in two passes: the Hamming distance of the sign
+// bits (twelve XOR-and-popcounts a 384-dimension vector) picks the
+// candidates, and the int8 dot product ranks them; a small one is ranked
+// whole by the dot product.
 func (x *index) nearest(q []float32, kinds []semantic.Kind, k int) []semantic.Hit {
 	if len(q) != x.dims || k <= 0 {
 		return nil
 	}
 	qc := make([]int8, x.dims)
 	qs := quantize(q, qc)
+	qb := make([]uint64, x.words())
+	signBits(q, qb)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var out []semantic.Hit
@@ -232,20 +268,28 @@ func (x *index) nearest(q []float32, kinds []semantic.Kind, k int) []semantic.Hi
 			continue
 		}
 		h := make(hits, 0, k)
-		for i := range s.ids {
-			// The dot product of the codes, rescaled by the entry's own
-			// scale (the query's is common to all and comes after).
+		rank := func(i int) {
 			c := s.codes[i*x.dims : (i+1)*x.dims]
 			var dot int32
 			for j, a := range qc {
 				dot += int32(a) * int32(c[j])
 			}
+			// The query's own scale is common to all and comes after.
 			score := float32(dot) * s.scales[i]
 			if len(h) < k {
 				heap.Push(&h, hit{i, score})
 			} else if score > h[0].score {
 				h[0] = hit{i, score}
 				heap.Fix(&h, 0)
+			}
+		}
+		if c := candidates(k); len(s.ids) > 2*c {
+			for _, i := range x.closestBits(s, qb, c) {
+				rank(i)
+			}
+		} else {
+			for i := range s.ids {
+				rank(i)
 			}
 		}
 		for _, c := range h {
@@ -255,6 +299,40 @@ func (x *index) nearest(q []float32, kinds []semantic.Kind, k int) []semantic.Hi
 	sortHits(out)
 	if len(out) > k {
 		out = out[:k]
+	}
+	return out
+}
+
+// candidates is how many sign-bit neighbours are ranked for k answers.
+func candidates(k int) int { return max(16*k, 2048) }
+
+// closestBits answers the (about) c entries whose sign bits are nearest
+// to qb by Hamming distance: a counting pass over the distances (at most
+// 2·dims+1 of them), then every entry up to the distance that reaches c.
+func (x *index) closestBits(s *slab, qb []uint64, c int) []int {
+	w := len(qb)
+	n := len(s.ids)
+	dist := make([]uint16, n)
+	counts := make([]int, 2*x.dims+2)
+	for i := 0; i < n; i++ {
+		b := s.bits[i*w : (i+1)*w]
+		d := 0
+		for j, q := range qb {
+			d += bits.OnesCount64(q ^ b[j])
+		}
+		dist[i] = uint16(d)
+		counts[d]++
+	}
+	cut, total := 0, 0
+	for cut < len(counts) && total+counts[cut] <= c {
+		total += counts[cut]
+		cut++
+	}
+	out := make([]int, 0, total+1)
+	for i, d := range dist {
+		if int(d) < cut {
+			out = append(out, i)
+		}
 	}
 	return out
 }
