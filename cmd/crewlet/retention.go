@@ -187,7 +187,13 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 				tx = fmt.Sprintf("%s (%d records, %d rows)", a.LongestTx.Round(time.Millisecond), a.LongestTxRecords, a.LongestTxRows)
 				batch = fmt.Sprintf("%d records, %d rows", a.LongestBatch, a.LongestBatchRows)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, tx, batch, readerLed(d.Reader))
+			node := n.Node
+			if d.LogDiverged {
+				node += " [log_diverged]"
+			} else if d.WrongLog != "" {
+				node += " [wrong log: " + d.WrongLog + "]"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", node, d.Domain, d.Generation, d.Seq, d.AppliedThrough, lag, beat, tx, batch, readerLed(d.Reader))
 			if d.ApplyErr != "" {
 				applyErrs = append(applyErrs, fmt.Sprintf("%s %s applier error: %s", n.Node, d.Domain, d.ApplyErr))
 			}

@@ -55,6 +55,10 @@ func (Domain) Name() engine.Domain { return Name }
 // Schema is the notes table.
 func (Domain) Schema() string { return schema }
 
+// Kinds is the one record kind at its format version: a build without
+// this domain consumes no notes log, so version 1 holds nothing back.
+func (Domain) Kinds() map[string]int { return map[string]int{KindPut: PutVersion} }
+
 type put struct {
 	Key  string `json:"key"`
 	Text string `json:"text"`

@@ -41,6 +41,12 @@ type Position struct {
 	// failure the applier is on now, empty while it applies.
 	Apply    *statelog.ApplyStats `json:"apply,omitempty"`
 	ApplyErr string               `json:"apply_error,omitempty"`
+	// WrongLog is the case in which this node found its log is not the one
+	// its rows are keyed to (recreated, restored, diverged), empty while
+	// it is; LogDiverged marks the restored and diverged cases (a broker
+	// restored from an older copy), which crewlet retention status marks.
+	WrongLog    string `json:"wrong_log"`
+	LogDiverged bool   `json:"log_diverged"`
 }
 
 // Key is the register key of a node's domain.
@@ -193,6 +199,9 @@ func (r *Register) Beat(ctx context.Context) {
 	var errs []error
 	now := r.cfg.Clock.Now().UTC()
 	for _, rep := range r.cfg.Replicas {
+		// The live log against the rows: a recreated stream or a restored
+		// broker stops the domain here if nothing found it before.
+		rep.VerifyLog(ctx)
 		cp, err := rep.Checkpoint(ctx)
 		if err != nil {
 			errs = append(errs, err)
@@ -205,6 +214,10 @@ func (r *Register) Beat(ctx context.Context) {
 		p.Apply = &stats
 		if aerr := rep.ApplyErr(); aerr != nil {
 			p.ApplyErr = aerr.Error()
+		}
+		if v := rep.WrongLog(); v != nil {
+			p.WrongLog = v.Case
+			p.LogDiverged = v.Case == statelog.WrongLogRestored || v.Case == statelog.WrongLogDiverged
 		}
 		if err := r.put(ctx, p); err != nil {
 			errs = append(errs, err)

@@ -10,13 +10,6 @@ import (
 	"fmt"
 )
 
-// FormatVersion is the newest record format this build reads. A record is
-// stamped with the lowest version that can apply it whole: version 2 added
-// the tracker's item fields (priority, due, estimate, type), so only a
-// record carrying one of them is stamped 2 and an older build retains it
-// whole rather than apply it with the fields dropped.
-const FormatVersion = 2
-
 // KindBarrier is the record a linearizable read appends. It stays at
 // version 1 for good.
 const KindBarrier = "barrier"
@@ -59,7 +52,10 @@ var ErrUndecodable = errors.New("record: undecodable by this build")
 type UndecodableError struct {
 	Reason  string
 	Version int
-	Scope   []string
+	// Kind is the record's kind where the envelope could be read that far
+	// (a gate record a build cannot read stops its applier instead).
+	Kind  string
+	Scope []string
 	// ScopeKnown is false when not even the envelope's scope could be read.
 	ScopeKnown bool
 }
@@ -94,27 +90,35 @@ func Encode(r *Record) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-// Decode reads a record off the wire. A record at a format version above
-// FormatVersion, or one whose envelope does not parse, is an
-// *UndecodableError carrying what scope could be read.
-func Decode(data []byte) (*Record, error) {
+// Decode reads a record off the wire as this build does: DecodeUpTo
+// FormatVersion.
+func Decode(data []byte) (*Record, error) { return DecodeUpTo(data, FormatVersion) }
+
+// DecodeUpTo reads a record off the wire as a build reading formats up to
+// newest does. A record at a format version above newest, or one whose
+// envelope does not parse, is an *UndecodableError carrying what of its
+// kind and scope could be read. (A replica is told the newest format its
+// build reads; tests play an older or a newer build with it.)
+func DecodeUpTo(data []byte, newest int) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		// Try the scope alone: a newer envelope may still declare it.
+		// Try the kind and the scope alone: a newer envelope may still
+		// declare them.
 		var partial struct {
+			Kind    string   `json:"kind"`
 			Version int      `json:"v"`
 			Scope   []string `json:"scope"`
 		}
-		if json.Unmarshal(data, &partial) == nil && partial.Scope != nil {
-			return nil, &UndecodableError{Reason: err.Error(), Version: partial.Version, Scope: partial.Scope, ScopeKnown: true}
+		if json.Unmarshal(data, &partial) == nil {
+			return nil, &UndecodableError{Reason: err.Error(), Version: partial.Version, Kind: partial.Kind, Scope: partial.Scope, ScopeKnown: partial.Scope != nil}
 		}
 		return nil, &UndecodableError{Reason: err.Error()}
 	}
-	if r.Version > FormatVersion {
-		return nil, &UndecodableError{Reason: fmt.Sprintf("format version %d is newer than this build's %d", r.Version, FormatVersion), Version: r.Version, Scope: r.Scope, ScopeKnown: r.Scope != nil}
+	if r.Version > newest {
+		return nil, &UndecodableError{Reason: fmt.Sprintf("format version %d is newer than this build's %d", r.Version, newest), Version: r.Version, Kind: r.Kind, Scope: r.Scope, ScopeKnown: r.Scope != nil}
 	}
 	if r.Version < 1 || r.Kind == "" {
-		return nil, &UndecodableError{Reason: "no kind or version", Version: r.Version, Scope: r.Scope, ScopeKnown: r.Scope != nil}
+		return nil, &UndecodableError{Reason: "no kind or version", Version: r.Version, Kind: r.Kind, Scope: r.Scope, ScopeKnown: r.Scope != nil}
 	}
 	return &r, nil
 }

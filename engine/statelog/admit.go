@@ -193,7 +193,7 @@ func standing(st NodeState) *engine.Refusal {
 	case st.Evicted:
 		return engine.RefuseDoc(engine.CodeEvicted)
 	case st.WrongLog != "":
-		return engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored.", st.Stream, st.WrongLog)
+		return wrongStream(st.Stream, st.WrongLog)
 	case st.FloorUnknown:
 		why := ""
 		if st.FloorErr != nil {
@@ -203,9 +203,15 @@ func standing(st NodeState) *engine.Refusal {
 	case st.BelowFloor:
 		return engine.Refuse(engine.CodeBelowFloor, "records of %s this node never applied are gone from the log, so its rows miss state no replay can supply. It adopts a peer's snapshot on its own; ask another node meanwhile.", st.Stream)
 	case st.ScopeUnknown > 0:
-		return engine.Refuse(engine.CodeDeferredScopeUnknown, "this node holds %d record(s) of %s it cannot decode whose scope it cannot read either, so nothing it says about this domain can be vouched for. Upgrade this node to the record version the fleet writes.", st.ScopeUnknown, st.Stream).With("domain", st.Stream)
+		return scopeUnknownRefusal(st.ScopeUnknown, st.Stream)
 	}
 	return nil
+}
+
+// scopeUnknownRefusal is deferred_scope_unknown: a retained record whose
+// scope nobody can read blocks the whole domain, its reads and its writes.
+func scopeUnknownRefusal(n int64, stream string) *engine.Refusal {
+	return engine.Refuse(engine.CodeDeferredScopeUnknown, "this node holds %d record(s) of %s it cannot decode whose scope it cannot read either, so nothing it says or decides about this domain can be vouched for; nothing was written. Upgrade this node to the record version the fleet writes.", n, stream).With("domain", stream)
 }
 
 // OutOfService says why this copy cannot serve the estate, nil while it

@@ -3,7 +3,6 @@ package statelog
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -167,6 +166,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			return cp, 0, 0, 0, err
 		}
 	}
+	// Nothing past a checkpoint that could not be compared with the log,
+	// and nothing at all on a log that is not the rows' (wronglog.go).
+	if err := r.verifiedBeforeApply(ctx, cp); err != nil {
+		return cp, 0, 0, 0, err
+	}
 	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return cp, 0, 0, 0, err
@@ -185,12 +189,13 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	r.landed.reset()
 	r.answers.reset()
 	r.held = nil
+	r.cover = nil
 	if err := r.ledger.ask(ctx, sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}, batch, cp.Seq); err != nil {
 		return cp, 0, 0, 0, err
 	}
 	retained, unknown := 0, 0
 	var gated []gatedLine
-	ahead := decodeBatch(batch)
+	ahead := decodeBatch(batch, r.format)
 	defer ahead.end()
 	for i, d := range batch {
 		if rows >= MaxTxRows {
@@ -212,16 +217,11 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			}
 			applied, retained, unknown = applied+n, retained+held, unknown+heldUnknown
 		}
-		held, g, err := r.applyOne(ctx, tx, &cp, d, ahead.at(i, d), &rows)
+		held, g, err := r.applyOne(ctx, tx, &cp, d, ahead.at(i, d, r.format), &rows)
 		if err != nil {
 			return cp, 0, 0, 0, err
 		}
-		if held {
-			retained++
-			if !scopeKnown(d.Data) {
-				unknown++
-			}
-		}
+		retained, unknown = held.count(retained, unknown)
 		if g != nil {
 			gated = append(gated, *g)
 		}
@@ -330,16 +330,11 @@ func (r *Replica) fillGap(ctx context.Context, tx *sql.Tx, cp *Checkpoint, upTo 
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("statelog: record %d was never delivered and cannot be read from the log: %w", seq, err)
 		}
-		held, g, err := r.applyOne(ctx, tx, cp, Delivery{StoredMsg: m}, decode(m.Data), rows)
+		held, g, err := r.applyOne(ctx, tx, cp, Delivery{StoredMsg: m}, decode(m.Data, r.format), rows)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if held {
-			retained++
-			if !scopeKnown(m.Data) {
-				unknown++
-			}
-		}
+		retained, unknown = held.count(retained, unknown)
 		if g != nil {
 			*gated = append(*gated, *g)
 		}
@@ -353,48 +348,53 @@ type gatedLine struct {
 	kind, writer, gate, opID string
 }
 
-// applyOne applies one record; held is true when it was retained
-// undecoded instead, gated names the gate that dropped it.
-func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery, dec decoded, rows *int) (held bool, gated *gatedLine, err error) {
+// applyOne applies one record; held says whether it was retained
+// instead (undecoded, of a kind this build does not know, or covered by
+// a retained record's scope) and whether its scope is known; gated names
+// the gate that dropped it.
+func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d Delivery, dec decoded, rows *int) (held retainedAs, gated *gatedLine, err error) {
 	// A retained record holds everything after it back from applied_through.
 	contiguous := cp.AppliedThrough == cp.Seq
 	cp.Seq = d.Seq
 	cp.CheckpointStoredAt = d.Time
 	rec, err := dec.rec, dec.err
-	if err != nil {
-		var ue *record.UndecodableError
-		if !errors.As(err, &ue) {
-			return false, nil, err
+	if err == nil && rec.Kind == record.KindBarrier {
+		if contiguous {
+			cp.AppliedThrough = d.Seq
 		}
-		scope, _ := json.Marshal(ue.Scope)
-		_, err := tx.ExecContext(ctx, `INSERT INTO statelog_retained(domain, seq, scope, scope_known, data) VALUES(?,?,?,?,?) ON CONFLICT DO NOTHING`,
-			string(r.domain), d.Seq, string(scope), ue.ScopeKnown, d.Data)
-		r.alarms.retainedAt(d.Seq, d.Time)
-		return err == nil, nil, err
+		return notRetained, nil, nil
+	}
+	if held, err := r.retainIfHeld(ctx, tx, d, rec, err); held != notRetained || err != nil {
+		return held, nil, err
 	}
 	if contiguous {
 		cp.AppliedThrough = d.Seq
 	}
-	if rec.Kind == record.KindBarrier {
-		return false, nil, nil
-	}
-	// The statements below run for every record: prepared once.
-	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	// The anchor moves whatever the record then does: it is what the
 	// broker arbitrates the next write on this subject against. Written
 	// with the batch's checkpoint (movedAnchors).
 	r.anchors.move(d.Subject, d.Seq)
+	g, err := r.applyDecoded(ctx, tx, d, rec, rows)
+	return notRetained, g, err
+}
+
+// applyDecoded runs a decoded record through the gates, the ledger and its
+// apply inside tx: the applier's path for a record it consumes, and the
+// release's for one it retained before (retain.go).
+func (r *Replica) applyDecoded(ctx context.Context, tx *sql.Tx, d Delivery, rec *record.Record, rows *int) (*gatedLine, error) {
+	// The statements below run for every record: prepared once.
+	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	for _, g := range r.gates {
 		holds, err := g.Holds(ctx, q, rec, d.Seq)
 		if err != nil {
-			return false, nil, err
+			return nil, err
 		}
 		if holds {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_gated(domain, seq, op_id, subject, kind, writer, gate) VALUES(?,?,?,?,?,?,?)
 				ON CONFLICT DO NOTHING`, string(r.domain), d.Seq, rec.OpID, rec.Subject, rec.Kind, rec.Writer, g.Name()); err != nil {
-				return false, nil, err
+				return nil, err
 			}
-			return false, &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
+			return &gatedLine{seq: d.Seq, kind: rec.Kind, writer: rec.Writer, gate: g.Name(), opID: rec.OpID}, nil
 		}
 	}
 	if rec.OpID != "" {
@@ -403,20 +403,20 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 		first, err := r.ledger.first(ctx, q, ledger.Entry{OpID: rec.OpID, Domain: string(r.domain), Subject: rec.Subject,
 			Object: objectOf(rec.OpID), Generation: rec.Generation, Seq: d.Seq, Digest: rec.Digest, AppliedAt: r.cfg.Clock.Now()})
 		if err != nil || !first {
-			return false, nil, err
+			return nil, err
 		}
 	}
 	*rows++ // the record's own rows, at the least
 	at := Applying{Seq: d.Seq, Time: d.Time, rows: rows, stmts: r.stmts, bound: r.bound, held: &r.held}
 	if apply, ok := frameworkApply[rec.Kind]; ok {
 		if err := apply(r, ctx, tx, rec, d.Seq); err != nil {
-			return false, nil, err
+			return nil, err
 		}
 	} else if err := r.cfg.Domain.Apply(ctx, tx, rec, at); err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	if err := r.audit(ctx, tx, rec, d.Seq, d.Time); err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	if rec.OpID != "" {
 		r.landed.note(d.Seq, rec.OpID)
@@ -425,7 +425,7 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 	if !isFramework(rec.Kind) {
 		r.observers.note(d.Seq, rec.Kind, rec.Subject, rec.Scope)
 	}
-	return false, nil, nil
+	return nil, nil
 }
 
 // readAnswer reads, for a write of this node waiting on rec, its answer
@@ -437,13 +437,6 @@ func (r *Replica) readAnswer(ctx context.Context, tx *sql.Tx, rec *record.Record
 	if v, err := r.answerer.Answer(ctx, tx, rec, at); err == nil && v != nil {
 		r.answers.note(rec.OpID, at.Seq, v)
 	}
-}
-
-// scopeKnown reports whether an undecodable record's scope could be read.
-func scopeKnown(data []byte) bool {
-	_, err := record.Decode(data)
-	var ue *record.UndecodableError
-	return errors.As(err, &ue) && ue.ScopeKnown
 }
 
 // GatedAt returns the gate that dropped the record at seq, if one did.

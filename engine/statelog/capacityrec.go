@@ -12,10 +12,16 @@ import (
 // ceiling (crewlet retention set-capacity). The ceiling itself lives on
 // the broker, which the change already set; the record is what puts the
 // change on every node's audit trail, replicated like the purges and
-// evictions beside it. It applies no rows, and an older build that does
-// not know the kind applies nothing for it either (the domains ignore
-// kinds they do not know), so it needs no newer format version.
+// evictions beside it. It applies no rows but that audit row, which a
+// build that predates the kind (format 2) would never write: so it is
+// stamped 3 (frameworkKinds), and such a build retains it rather than
+// leave its audit trail short of its peers'. Its scope is the log's
+// capacity alone (CapacityScope), so what an older build holds back with
+// it is the later capacity records and nothing else.
 const KindCapacity = "statelog.capacity"
+
+// CapacityScope is the scope a capacity record declares.
+func CapacityScope(d engine.Domain) string { return "capacity:" + string(d) }
 
 // CapacitySubject is the subject a log's capacity records are written on.
 func CapacitySubject(d engine.Domain) string { return SubjectPrefix(d) + "gate.capacity" }
@@ -31,7 +37,7 @@ type capacityPayload struct {
 // asked).
 func (r *Replica) RecordCapacity(ctx context.Context, op Op, before, maxBytes int64) (Written, error) {
 	return r.Write(ctx, op, func(context.Context, *sql.Tx) (*Proposal, error) {
-		return &Proposal{Kind: KindCapacity, Subject: CapacitySubject(r.domain), Payload: capacityPayload{Stream: r.stream, Before: before, MaxBytes: maxBytes}}, nil
+		return &Proposal{Kind: KindCapacity, Subject: CapacitySubject(r.domain), Scope: []string{CapacityScope(r.domain)}, Payload: capacityPayload{Stream: r.stream, Before: before, MaxBytes: maxBytes}}, nil
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/statelog/statelogtest"
 	"github.com/crewlet/crewlet/ledger"
@@ -47,6 +48,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"resume-apply":     (*harness).applyFault,
 	"fail-commit":      (*harness).applyFault,
 	"append":           (*harness).appendRecord,
+	"append-gate":      (*harness).appendGate,
 	"sweep":            (*harness).sweep,
 	"rows":             (*harness).inspect,
 	"ledger":           (*harness).inspect,
@@ -103,6 +105,11 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 		}
 		if td.HasArg("election") {
 			n.election = durationArg(t, td, "election")
+		}
+		if td.HasArg("format") {
+			// The build it opens with: one reading formats up to N (an
+			// older build, or the next one after an upgrade).
+			td.ScanArgs(t, "format", &n.formatVersion)
 		}
 		if n.rep != nil {
 			td.Fatalf(t, "node %s is open", name)
@@ -247,7 +254,7 @@ func (h *harness) logFault(t *testing.T, td *datadriven.TestData, say func(strin
 			var v string
 			td.ScanArgs(t, "race", &v)
 			h.stream.LoseAck(h.match(t, td), func(subject string) ([]byte, string) {
-				data, err := encodeRecord(kindPut, "", "n9", kvPayload{Key: strings.TrimPrefix(subject, kvSubject("")), Value: v})
+				data, err := encodeRecord(kindPut, "", "n9", kvPayload{Key: strings.TrimPrefix(subject, kvSubject("")), Value: v}, 1)
 				if err != nil {
 					t.Errorf("race: %v", err)
 				}
@@ -349,7 +356,13 @@ func (h *harness) appendRecord(t *testing.T, td *datadriven.TestData, say func(s
 	} else {
 		td.ScanArgs(t, "value", &p.Value)
 	}
-	return h.append(ctx, say, kind, p, opName, writer)
+	version := 1
+	td.MaybeScanArgs(t, "version", &version)
+	if td.HasArg("scopeless") {
+		// No build reads its envelope, its scope included.
+		return h.publish(ctx, say, p.Key, scopelessRecord(kind), "", writer)
+	}
+	return h.append(ctx, say, kind, p, opName, writer, version)
 }
 
 // sweep runs the ledger's 30-day sweep at the stream's clock. The rows it
@@ -525,7 +538,7 @@ func (h *harness) read(t *testing.T, td *datadriven.TestData, say func(string, .
 	return nil
 }
 
-func (h *harness) append(ctx context.Context, say func(string, ...any), kind string, p kvPayload, opName, writer string) error {
+func (h *harness) append(ctx context.Context, say func(string, ...any), kind string, p kvPayload, opName, writer string, version int) error {
 	var opID string
 	if opName != "" {
 		op, err := h.op(opName, strings.TrimPrefix(kind, "kv."), p.Key, "")
@@ -534,11 +547,36 @@ func (h *harness) append(ctx context.Context, say func(string, ...any), kind str
 		}
 		opID = op.ID.String()
 	}
-	data, err := encodeRecord(kind, opID, writer, p)
+	data, err := encodeRecord(kind, opID, writer, p, version)
 	if err != nil {
 		return err
 	}
-	ack, err := h.stream.Log(writer).Publish(ctx, kvSubject(p.Key), data, opID, nil)
+	return h.publish(ctx, say, p.Key, data, opID, writer)
+}
+
+// appendGate puts an eviction of target on the log by hand at format
+// version, as a build writing that format would.
+func (h *harness) appendGate(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	var target string
+	version := 1
+	td.ScanArgs(t, "target", &target)
+	td.MaybeScanArgs(t, "version", &version)
+	data, err := record.Encode(&record.Record{Kind: statelog.KindEvict, Version: version, Writer: "n9", Generation: 1,
+		Subject: statelog.NodeGateSubject(kvName), Scope: []string{"node:" + target}, Payload: []byte(fmt.Sprintf(`{"node":%q}`, target))})
+	if err != nil {
+		return err
+	}
+	ack, err := h.stream.Log("n9").Publish(context.Background(), statelog.NodeGateSubject(kvName), data, "", nil)
+	if err != nil {
+		return err
+	}
+	say("appended at %d", ack.Seq)
+	return nil
+}
+
+// publish puts data on key's subject as writer, by hand.
+func (h *harness) publish(ctx context.Context, say func(string, ...any), key string, data []byte, opID, writer string) error {
+	ack, err := h.stream.Log(writer).Publish(ctx, kvSubject(key), data, opID, nil)
 	if err != nil {
 		return err
 	}

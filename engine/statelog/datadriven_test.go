@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/statelog/statelogtest"
@@ -106,6 +107,9 @@ type ddNode struct {
 	readBudget time.Duration
 	// election is the log's ElectionBound (open's election=D; 0 unset).
 	election time.Duration
+	// formatVersion is the newest record format the node's build reads
+	// (open's format=N; 0: this build's, record.FormatVersion).
+	formatVersion int
 
 	// swept holds the ledger rows a sweep took.
 	swept map[string]bool
@@ -184,8 +188,8 @@ func (h *harness) open(ctx context.Context, n *ddNode) error {
 		Node: n.name, DB: db, Log: h.stream.Log(n.name), Domain: kvDomain{}, Clock: h.stream,
 		Logger: slog.New(n.logs), Publishing: true,
 		RetryBudget: 5 * time.Second, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
-		ElectionBound: n.election,
-		BeforeCommit:  func(*sql.Tx, uint64) error { return n.beforeCommit() },
+		ElectionBound: n.election, FormatVersion: n.format(),
+		BeforeCommit: func(*sql.Tx, uint64) error { return n.beforeCommit() },
 	})
 	if err != nil {
 		db.Close()
@@ -193,6 +197,14 @@ func (h *harness) open(ctx context.Context, n *ddNode) error {
 	}
 	n.db, n.rep = db, rep
 	return nil
+}
+
+// format is the newest record format the node's build reads.
+func (n *ddNode) format() int {
+	if n.formatVersion == 0 {
+		return record.FormatVersion
+	}
+	return n.formatVersion
 }
 
 func (n *ddNode) stop() {
@@ -244,8 +256,8 @@ func (h *harness) settledNode(n *ddNode) bool {
 	n.mu.Lock()
 	parked := n.paused && n.blocked
 	n.mu.Unlock()
-	if parked {
-		return true
+	if parked || n.logs.count(engine.EvApplierStopped) > 0 {
+		return true // parked by the script, or stopped for good
 	}
 	return h.stream.Idle(n.name) && n.logs.count(engine.EvApplyRetrying) == n.logs.count(engine.EvApplyRecovered)
 }
@@ -295,15 +307,19 @@ func (h *harness) check() []string {
 		}
 		// The stream after the snapshot: it only grows, so it holds every
 		// record the checkpoint covers.
-		want := replayKV(h.stream.Messages(), st.seq)
+		want := replayKV(h.stream.Messages(), st.seq, n.format())
 		for op := range n.swept {
 			delete(want.ledger, op)
 		}
 		if d := want.diff(st.model); d != "" {
 			out = append(out, fmt.Sprintf("%s at checkpoint %d: %s", n.name, st.seq, d))
 		}
-		if st.appliedThrough != st.seq {
-			out = append(out, fmt.Sprintf("%s: applied_through %d, checkpoint %d", n.name, st.appliedThrough, st.seq))
+		wantThrough := st.seq
+		if first := want.firstRetained(); first > 0 {
+			wantThrough = first - 1
+		}
+		if st.appliedThrough != wantThrough {
+			out = append(out, fmt.Sprintf("%s: applied_through %d, want %d (checkpoint %d)", n.name, st.appliedThrough, wantThrough, st.seq))
 		}
 		if floor > st.seq {
 			out = append(out, fmt.Sprintf("%s: the reader acknowledged %d, past the checkpoint %d", n.name, floor, st.seq))

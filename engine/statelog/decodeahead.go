@@ -26,8 +26,9 @@ type decoded struct {
 	err error
 }
 
-func decode(data []byte) decoded {
-	rec, err := record.Decode(data)
+// decode reads a record as a build reading formats up to format does.
+func decode(data []byte, format int) decoded {
+	rec, err := record.DecodeUpTo(data, format)
 	return decoded{rec: rec, err: err}
 }
 
@@ -41,7 +42,7 @@ type decodeAhead struct {
 
 // decodeBatch starts decoding batch ahead of the applier, or returns nil
 // where the batch is decoded as it is applied.
-func decodeBatch(batch []Delivery) *decodeAhead {
+func decodeBatch(batch []Delivery, format int) *decodeAhead {
 	if len(batch) < decodeAheadFrom {
 		return nil
 	}
@@ -57,7 +58,7 @@ func decodeBatch(batch []Delivery) *decodeAhead {
 				return
 			}
 			for i := c * decodeChunk; i < min(len(batch), (c+1)*decodeChunk); i++ {
-				da.recs[i] = decode(batch[i].Data)
+				da.recs[i] = decode(batch[i].Data, format)
 			}
 			close(da.ready[c])
 		}
@@ -65,10 +66,11 @@ func decodeBatch(batch []Delivery) *decodeAhead {
 	return da
 }
 
-// at is the i-th record of the batch, decoded.
-func (da *decodeAhead) at(i int, d Delivery) decoded {
+// at is the i-th record of the batch, decoded (up to format where the
+// batch is decoded as it is applied).
+func (da *decodeAhead) at(i int, d Delivery, format int) decoded {
 	if da == nil {
-		return decode(d.Data)
+		return decode(d.Data, format)
 	}
 	<-da.ready[i/decodeChunk]
 	return da.recs[i]

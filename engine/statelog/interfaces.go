@@ -115,6 +115,13 @@ type Domain interface {
 	Name() engine.Domain
 	// Schema is the DDL of the domain's tables, run at open.
 	Schema() string
+	// Kinds lists every record kind the domain writes and applies, each
+	// with the lowest format version that applies it whole (a proposal
+	// may raise it with a field a later format added). A record is
+	// stamped with it, so a build that does not know a kind retains its
+	// records rather than apply nothing for them; and a record of a kind
+	// this build does not list is retained, never applied as nothing.
+	Kinds() map[string]int
 	// Apply writes a record's rows inside the batch's transaction. A
 	// returned error fails the whole batch, which is retried in place;
 	// a record that is simply moot (its object already gone) returns nil.
@@ -257,4 +264,10 @@ type Reader interface {
 type GatedDomain interface {
 	Domain
 	Gates() []Gate
+	// GateKinds are the domain's record kinds that install a gate (a
+	// purge's marker): they stay at format version 1 and only ever grow by
+	// addition, and one this build cannot decode stops its applier rather
+	// than be retained (a node deferring a purge would go on applying what
+	// the purge was to drop).
+	GateKinds() []string
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/crewlet/crewlet/engine"
@@ -44,6 +45,10 @@ const (
 	kindDel = "kv.del"
 )
 
+// Kinds are the kv records at format 1; a script plays a record of a later
+// format with append's version=.
+func (kvDomain) Kinds() map[string]int { return map[string]int{kindPut: 1, kindAdd: 1, kindDel: 1} }
+
 func kvSubject(key string) string { return statelog.SubjectPrefix(kvName) + "k." + key }
 
 func (kvDomain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
@@ -81,22 +86,58 @@ type kvModel struct {
 	ledger  map[string]uint64 // op id → the seq of its first copy
 	anchors map[string]uint64 // subject → the last seq on it
 	gated   map[string]uint64 // the records the eviction gate dropped, by seq
+	// retained are the records a build reading formats up to the model's
+	// holds back, by seq: past its format, or whose scope meets one that
+	// is (a record nobody can read the scope of meets every scope).
+	retained map[string]uint64
 }
 
 func newModel() kvModel {
-	return kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}, gated: map[string]uint64{}}
+	return kvModel{rows: map[string]kvRow{}, ledger: map[string]uint64{}, anchors: map[string]uint64{}, gated: map[string]uint64{}, retained: map[string]uint64{}}
 }
 
-func replayKV(msgs []statelog.StoredMsg, through uint64) kvModel {
+// firstRetained is the lowest retained seq, 0 when none is.
+func (m kvModel) firstRetained() uint64 {
+	first := uint64(0)
+	for _, seq := range m.retained {
+		if first == 0 || seq < first {
+			first = seq
+		}
+	}
+	return first
+}
+
+// replayKV is what a build reading formats up to format holds after the
+// log through a seq: what it retained, and the rows of everything else,
+// each object's records applied in order whenever the build applied them.
+func replayKV(msgs []statelog.StoredMsg, through uint64, format int) kvModel {
 	m := newModel()
+	held, heldAll := map[string]bool{}, false
+	retain := func(msg statelog.StoredMsg, scope []string, known bool) {
+		m.anchors[msg.Subject] = msg.Seq
+		m.retained[strconv.FormatUint(msg.Seq, 10)] = msg.Seq
+		heldAll = heldAll || !known
+		for _, s := range scope {
+			held[s] = true
+		}
+	}
 	// The node gate: when each node was last evicted and readmitted.
 	evicted, readmitted := map[string]uint64{}, map[string]uint64{}
 	for _, msg := range msgs {
 		if msg.Seq > through {
 			break
 		}
-		rec, err := record.Decode(msg.Data)
+		rec, err := record.DecodeUpTo(msg.Data, format)
+		var ue *record.UndecodableError
+		if errors.As(err, &ue) {
+			retain(msg, ue.Scope, ue.ScopeKnown)
+			continue
+		}
 		if err != nil || rec.Kind == record.KindBarrier {
+			continue
+		}
+		if heldAll || slices.ContainsFunc(rec.Scope, func(s string) bool { return held[s] }) {
+			retain(msg, rec.Scope, rec.Scope != nil)
 			continue
 		}
 		m.anchors[msg.Subject] = msg.Seq
@@ -242,15 +283,19 @@ func readState(ctx context.Context, db *sql.DB) (kvState, error) {
 	}, string(kvName)); err != nil {
 		return st, err
 	}
-	err = scan(`SELECT seq FROM statelog_gated WHERE domain = ?`, func(rs *sql.Rows) error {
-		var seq uint64
-		if err := rs.Scan(&seq); err != nil {
-			return err
+	for table, into := range map[string]map[string]uint64{"statelog_gated": st.model.gated, "statelog_retained": st.model.retained} {
+		if err := scan(`SELECT seq FROM `+table+` WHERE domain = ?`, func(rs *sql.Rows) error {
+			var seq uint64
+			if err := rs.Scan(&seq); err != nil {
+				return err
+			}
+			into[strconv.FormatUint(seq, 10)] = seq
+			return nil
+		}, string(kvName)); err != nil {
+			return st, err
 		}
-		st.model.gated[strconv.FormatUint(seq, 10)] = seq
-		return nil
-	}, string(kvName))
-	return st, err
+	}
+	return st, nil
 }
 
 // diff says where got departs from want, "" when it does not.
@@ -281,15 +326,24 @@ func (want kvModel) diff(got kvModel) string {
 	cmp("ledger", want.ledger, got.ledger)
 	cmp("anchor", want.anchors, got.anchors)
 	cmp("gated", want.gated, got.gated)
+	cmp("retained", want.retained, got.retained)
 	return out
 }
 
-// encodeRecord is a kv record as another writer would append it.
-func encodeRecord(kind, opID, writer string, p kvPayload) ([]byte, error) {
+// encodeRecord is a kv record as another writer would append it, at
+// format version (a build past this one's writes above
+// record.FormatVersion).
+func encodeRecord(kind, opID, writer string, p kvPayload, version int) ([]byte, error) {
 	payload, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
-	return record.Encode(&record.Record{Kind: kind, Version: 1, OpID: opID, Writer: writer, Generation: 1,
+	return record.Encode(&record.Record{Kind: kind, Version: version, OpID: opID, Writer: writer, Generation: 1,
 		Subject: kvSubject(p.Key), Scope: []string{"kv:" + p.Key}, Payload: payload})
+}
+
+// scopelessRecord is a record whose envelope no build reads, its scope
+// included: the version is not a number.
+func scopelessRecord(kind string) []byte {
+	return fmt.Appendf(nil, `{"kind":%q,"v":"next","writer":"n9","gen":1}`, kind)
 }

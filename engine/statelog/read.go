@@ -161,6 +161,7 @@ func (r *Replica) state() NodeState {
 		FloorUnknown: floorErr != nil,
 		FloorErr:     floorErr,
 		BelowFloor:   r.belowFloor.Load(),
+		WrongLog:     r.wrongLogWhy(),
 	}
 }
 
@@ -248,7 +249,7 @@ func deferredFor(r *Replica, held []heldRecord, scope []string) *engine.Refusal 
 	for _, h := range held {
 		hit := false
 		for _, s := range h.scope {
-			if slices.Contains(scope, s) {
+			if slices.ContainsFunc(scope, func(e string) bool { return scopeMeets(s, e) }) {
 				hit = true
 				if !slices.Contains(meets, s) {
 					meets = append(meets, s)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/metrics"
+	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/ledger"
 )
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS statelog_retained (
 	scope       TEXT NOT NULL,
 	scope_known INTEGER NOT NULL,
 	data        BLOB NOT NULL,
+	stored_at   INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (domain, seq)
 ) WITHOUT ROWID;
 `
@@ -95,6 +97,10 @@ type Config struct {
 	// about a record on another domain's log (an op id reused there)
 	// names its position.
 	Streams map[engine.Domain]string
+	// FormatVersion is the newest record format this build reads
+	// (default record.FormatVersion); the scripts play an older or a
+	// newer build with it.
+	FormatVersion int
 	// Disabled, when set, makes every batch fail with its error: a test
 	// seam that halts the applier in place.
 	Disabled func() error
@@ -198,11 +204,25 @@ type Replica struct {
 	ledger  batchLedger
 	// held is what the domain keeps back in the batch's transaction
 	// (Applying.Hold; applier only).
-	held   Held
-	gates  []Gate
-	sub    Subscription
-	cancel context.CancelFunc
-	done   chan struct{}
+	held Held
+	// wrong is the verdict that the live log is not the one the rows are
+	// keyed to (wronglog.go); zero says when a write at an expectation of
+	// zero last read the stream's creation instant.
+	wrong wrongLogState
+	zero  zeroCheck
+	// cover is the scopes of the retained records as the batch being
+	// applied sees them (retain.go; applier only), nil until needed.
+	cover *coverSet
+	// format is the newest record format this build reads; kinds and
+	// gateKinds the domain's record kinds with their versions and the
+	// ones that install a gate (kinds.go).
+	format    int
+	kinds     map[string]int
+	gateKinds []string
+	gates     []Gate
+	sub       Subscription
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // Checkpoint is a domain's row of statelog_checkpoint.
@@ -242,6 +262,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.DeferralGrace == 0 {
 		cfg.DeferralGrace = DefaultDeferralGrace
 	}
+	if cfg.FormatVersion == 0 {
+		cfg.FormatVersion = record.FormatVersion
+	}
 	r := &Replica{
 		cfg:     cfg,
 		domain:  cfg.Domain.Name(),
@@ -254,12 +277,14 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		anchors: movedAnchors{},
 	}
 	r.answerer, _ = cfg.Domain.(Answerer)
+	r.format, r.kinds = cfg.FormatVersion, cfg.Domain.Kinds()
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
 	r.gates = append(r.gates, cfg.Gates...)
 	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name(), some: &r.evictions})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
 		r.gates = append(r.gates, gd.Gates()...)
+		r.gateKinds = gd.GateKinds()
 	}
 	for _, g := range r.gates {
 		cfg.Metrics.KnowGate(g.Name())
@@ -274,6 +299,12 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.BelowFloor {
 		// Held: its rows are to be replaced by a snapshot (Resume).
 		r.belowFloor.Store(true)
+		close(r.done)
+		return r, nil
+	}
+	if r.WrongLog() != nil {
+		// Its log is not its rows' log: no applier until it is
+		// re-anchored or its rows are replaced; the node stays up.
 		close(r.done)
 		return r, nil
 	}
@@ -309,6 +340,22 @@ func (r *Replica) load(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	r.scopeUnknown.Store(unknown)
+	v, unverified := r.judgeLog(ctx, cp, info)
+	switch {
+	case v != nil:
+		// Held on the checkpoint: nothing is applied or released past it.
+		r.setWrongLog(v, cp)
+	case unverified:
+		r.setUnverified(cp, fmt.Errorf("the record at %d could not be read", cp.Seq))
+	}
+	if retained > 0 && v == nil {
+		// A newer build applies what an older one retained before it
+		// consumes anything new.
+		if cp, err = r.release(ctx, cp); err != nil {
+			return Checkpoint{}, err
+		}
+		r.progress.set(cp.Seq, cp.AppliedThrough)
+	}
 	r.capacity.observe(info)
 	r.logEnd.Store(max(info.LastSeq, cp.Seq))
 	r.judgeFloorAtBoot(cp, info)
@@ -339,6 +386,9 @@ func (r *Replica) migrate(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}
+	}
+	if err := addRetainedStoredAt(ctx, tx); err != nil {
+		return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 	}
 	return tx.Commit()
 }
@@ -371,9 +421,12 @@ func (r *Replica) openCheckpoint(ctx context.Context) (Checkpoint, LogInfo, erro
 			return Checkpoint{}, info, fmt.Errorf("statelog: read %s from the broker: %w", r.stream, err)
 		}
 		cp, err := r.ensureCheckpoint(ctx, info)
-		if err == nil || !info.Leaderless || engine.CodeOf(err) != engine.CodeWrongStream {
+		if err != nil || !info.Leaderless || cp.Seq <= info.LastSeq {
+			// A leader's end past the checkpoint, or one behind it, is
+			// judged by judgeLog (a broker restored from an older copy).
 			return cp, info, err
 		}
+		err = fmt.Errorf("the %s checkpoint is at %d and the leaderless member that answered ends at %d", r.stream, cp.Seq, info.LastSeq)
 		if !said {
 			// The boot holds here for up to leaderWait: say why.
 			r.log.Warn("statelog_boot_awaits_leader", engine.LogStream, r.stream, engine.LogErr, err.Error(), "wait", leaderWait.String())
@@ -413,13 +466,6 @@ func (r *Replica) ensureCheckpoint(ctx context.Context, info LogInfo) (Checkpoin
 			return Checkpoint{}, err
 		}
 		return cp, nil
-	}
-	if cp.Seq > info.LastSeq {
-		// The rows are past the log's end: a broker restored from an older
-		// copy, or a stream rebuilt. Applying on would key new records to
-		// rows from another history.
-		return Checkpoint{}, engine.Refuse(engine.CodeWrongStream,
-			"the %s checkpoint is at sequence %d but the log ends at %d: this node's rows are keyed to another copy of the stream. See Retention (reanchor).", r.stream, cp.Seq, info.LastSeq)
 	}
 	return cp, nil
 }

@@ -141,6 +141,12 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if st := r.state(); st.BelowFloor {
 		return standing(st)
 	}
+	if n := r.scopeUnknown.Load(); n > 0 {
+		return scopeUnknownRefusal(n, r.stream)
+	}
+	if why := r.wrongLogWhy(); why != "" {
+		return wrongStream(r.stream, why)
+	}
 	if r.evicted.Load() {
 		// Refused before anything is appended, so it names no position:
 		// another data node takes the write under the same id at once.
@@ -181,6 +187,14 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			}
 			settled = true
 			continue
+		}
+		if err := r.coveredWrite(ctx, prop.Scope); err != nil {
+			return out, err
+		}
+		if anchor == 0 {
+			if err := r.zero.check(ctx, r.checkCreatedBeforeZero); err != nil {
+				return out, err
+			}
 		}
 		data, err := r.encode(ctx, op, prop)
 		if err != nil {
@@ -274,9 +288,12 @@ func (r *Replica) answerPublish(ctx context.Context, op Op, out Written, subject
 
 // encode is the record a proposal appends under op, checked and encoded.
 func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, error) {
-	rec := &record.Record{Kind: prop.Kind, Version: max(1, prop.Version), OpID: op.ID.String(), Writer: r.cfg.Node,
+	version, err := r.stamp(prop)
+	if err != nil {
+		return nil, err
+	}
+	rec := &record.Record{Kind: prop.Kind, Version: version, OpID: op.ID.String(), Writer: r.cfg.Node,
 		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
-	var err error
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 		return nil, err
 	}

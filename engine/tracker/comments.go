@@ -63,7 +63,11 @@ func (s *Service) Comment(ctx context.Context, w engine.WriteOptions, in Comment
 		if id, err = s.resolve(ctx, tx, in.Key); err != nil {
 			return nil, err
 		}
-		p := &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)},
+		scope, err := itemScope(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		p := &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: scope,
 			Payload: trackrec.Comment{ID: id, Author: in.Author, Body: in.Body}}
 		if in.CommentID != 0 {
 			if err := s.checkCommentAuthor(ctx, tx, in, id); err != nil {

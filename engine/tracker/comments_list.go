@@ -51,7 +51,10 @@ func (s *Service) ListComments(ctx context.Context, r engine.ReadOptions, key, c
 		for i := len(cs) - 1; i >= 0; i-- {
 			out.Comments = append(out.Comments, cs[i])
 		}
-		return []string{trackrec.ItemScope(id)}, err
+		if err != nil {
+			return []string{trackrec.ItemScope(id)}, err
+		}
+		return itemScope(ctx, tx, id)
 	})
 	if len(out.Comments) > limit {
 		out.Comments = out.Comments[:limit]

@@ -267,7 +267,7 @@ func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, 
 		ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
 		return nil, ref.With("current_version", it.Version)
 	}
-	scope := []string{trackrec.ItemScope(id)}
+	scope := []string{trackrec.ItemScope(id), trackrec.InProject(it.Project)}
 	parent := rp.parent
 	if parent != nil && *parent != "" {
 		if err := checkNoCycle(ctx, tx, id, *parent); err != nil {
@@ -408,7 +408,11 @@ func (s *Service) mirrorsOn(ctx context.Context, wk *walk, id string, adds, remo
 		m := per[o]
 		okey := s.keyOf(ctx, o)
 		ok, err := wk.step(ctx, "mirror", o, okey, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: trackrec.KindMirrorEdges, Subject: trackrec.ItemSubject(o), Scope: []string{trackrec.ItemScope(o), trackrec.ItemScope(id)}, Payload: m}, nil
+			scope, err := itemScope(ctx, tx, o, id)
+			if err != nil {
+				return nil, err
+			}
+			return &statelog.Proposal{Kind: trackrec.KindMirrorEdges, Subject: trackrec.ItemSubject(o), Scope: scope, Payload: m}, nil
 		})
 		if err != nil {
 			return wk.answer(), err
@@ -447,7 +451,11 @@ func (s *Service) CommentOnWorkItem(ctx context.Context, w engine.WriteOptions, 
 		if id, err = s.resolve(ctx, tx, key); err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Comment{ID: id, Author: author, Body: body}}, nil
+		scope, err := itemScope(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: trackrec.KindComment, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: trackrec.Comment{ID: id, Author: author, Body: body}}, nil
 	})
 	if id == "" && err == nil {
 		id, _ = s.lookup(ctx, key)
@@ -462,7 +470,11 @@ func (s *Service) markStep(ctx context.Context, wk *walk, verb, id, key, value s
 		if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 			return nil, err
 		}
-		return &statelog.Proposal{Kind: trackrec.KindMark, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Mark{ID: id, Mark: value}}, nil
+		scope, err := itemScope(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &statelog.Proposal{Kind: trackrec.KindMark, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: trackrec.Mark{ID: id, Mark: value}}, nil
 	})
 }
 
@@ -535,7 +547,11 @@ func (s *Service) MoveWorkItem(ctx context.Context, w engine.WriteOptions, key, 
 		id := queue[0]
 		queue = queue[1:]
 		ok, err := wk.step(ctx, "move", id, s.keyOf(ctx, id), func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: trackrec.KindMove, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id), trackrec.ProjectScope(to)}, Payload: trackrec.Move{ID: id, To: to}}, nil
+			scope, err := itemScope(ctx, tx, id)
+			if err != nil {
+				return nil, err
+			}
+			return &statelog.Proposal{Kind: trackrec.KindMove, Subject: trackrec.ItemSubject(id), Scope: append(scope, trackrec.ProjectScope(to)), Payload: trackrec.Move{ID: id, To: to}}, nil
 		})
 		if !ok {
 			// No descendant follows an item whose own move is unknown.
@@ -594,7 +610,11 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 	}
 	for i, d := range dups {
 		ok, err := wk.step(ctx, "merge", d, duplicates[i], func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-			return &statelog.Proposal{Kind: trackrec.KindMergeDuplicate, Subject: trackrec.ItemSubject(d), Scope: []string{trackrec.ItemScope(d), trackrec.ItemScope(target)},
+			scope, err := itemScope(ctx, tx, d, target)
+			if err != nil {
+				return nil, err
+			}
+			return &statelog.Proposal{Kind: trackrec.KindMergeDuplicate, Subject: trackrec.ItemSubject(d), Scope: scope,
 				Payload: trackrec.MergeDuplicate{ID: d, Into: target}}, nil
 		})
 		if !ok {
@@ -634,7 +654,11 @@ func (s *Service) TrashWorkItem(ctx context.Context, w engine.WriteOptions, key 
 			if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 				return nil, err
 			}
-			return &statelog.Proposal{Kind: trackrec.KindTrash, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Trash{ID: id, Root: root}}, nil
+			scope, err := itemScope(ctx, tx, id)
+			if err != nil {
+				return nil, err
+			}
+			return &statelog.Proposal{Kind: trackrec.KindTrash, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: trackrec.Trash{ID: id, Root: root}}, nil
 		})
 		if !ok {
 			return wk.finish(ctx, root, err)
@@ -681,7 +705,11 @@ func (s *Service) RestoreWorkItem(ctx context.Context, w engine.WriteOptions, ke
 				if err := s.checkVersion(ctx, tx, id, key, ifMatch); err != nil {
 					return nil, err
 				}
-				return &statelog.Proposal{Kind: trackrec.KindRestore, Subject: trackrec.ItemSubject(id), Scope: []string{trackrec.ItemScope(id)}, Payload: trackrec.Restore{ID: id}}, nil
+				scope, err := itemScope(ctx, tx, id)
+				if err != nil {
+					return nil, err
+				}
+				return &statelog.Proposal{Kind: trackrec.KindRestore, Subject: trackrec.ItemSubject(id), Scope: scope, Payload: trackrec.Restore{ID: id}}, nil
 			})
 			if !ok {
 				return wk.finish(ctx, root, err)
@@ -730,12 +758,19 @@ func (s *Service) purgeProposal(ctx context.Context, tx *sql.Tx, id string) (*st
 	if err := tx.QueryRowContext(ctx, `SELECT project FROM tracker_items WHERE id = ?`, id).Scan(&project); err != nil {
 		return nil, err
 	}
-	touched, err := sqlite.Strings(ctx, tx, `SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
-		UNION SELECT id FROM tracker_items WHERE parent = ?1 OR merged_into = ?1 ORDER BY 1`, id)
+	// Every task it rewrites: its dependents, the blockers it waits on,
+	// the tasks related to it or referencing it (every edge, both ways),
+	// the duplicates merged into it, and its subtree (its children are
+	// re-filed, and a subtree's rows are read through them).
+	touched, err := sqlite.Strings(ctx, tx, `WITH RECURSIVE sub(id) AS (
+			SELECT id FROM tracker_items WHERE parent = ?1
+			UNION SELECT i.id FROM tracker_items i JOIN sub ON i.parent = sub.id)
+		SELECT item FROM tracker_edges WHERE other = ?1 UNION SELECT other FROM tracker_edges WHERE item = ?1
+		UNION SELECT id FROM tracker_items WHERE merged_into = ?1 UNION SELECT id FROM sub ORDER BY 1`, id)
 	if err != nil {
 		return nil, err
 	}
-	scope := []string{trackrec.ItemScope(id)}
+	scope := []string{trackrec.ItemScope(id), trackrec.InProject(project)}
 	if len(touched) > maxScopeNames {
 		scope = append(scope, trackrec.ProjectScope(project))
 		touched = nil

@@ -46,7 +46,10 @@ func (s *Service) ItemHistory(ctx context.Context, r engine.ReadOptions, key str
 		if err != nil {
 			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
-		scope := []string{trackrec.ItemScope(id)}
+		scope, err := itemScope(ctx, tx, id)
+		if err != nil {
+			return scope, err
+		}
 		rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
 		if err != nil {
 			return scope, err

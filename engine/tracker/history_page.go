@@ -59,7 +59,10 @@ func (s *Service) ListItemHistory(ctx context.Context, r engine.ReadOptions, key
 		if err != nil {
 			return []string{trackrec.ProjectScope(key[:strings.LastIndexByte(key, '-')])}, err
 		}
-		scope := []string{trackrec.ItemScope(id)}
+		scope, err := itemScope(ctx, tx, id)
+		if err != nil {
+			return scope, err
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT h.seq, h.n, coalesce(b.by, ''), h.field, h.old, h.new, h.at FROM tracker_history h
 			LEFT JOIN tracker_record_by b ON b.seq = h.seq
 			WHERE h.item = ? AND (h.seq < ? OR (h.seq = ? AND h.n < ?)) ORDER BY h.seq DESC, h.n DESC LIMIT ?`,

@@ -474,5 +474,5 @@ func (s *Service) getWorkItemTx(ctx context.Context, tx *sql.Tx, key string, out
 	}
 	id := out.Item.ID
 	out.Comments, err = s.readComments(ctx, tx, MaxReadComments, `c.item = ?`, id)
-	return []string{trackrec.ItemScope(id)}, err
+	return []string{trackrec.ItemScope(id), trackrec.InProject(out.Item.Project)}, err
 }

@@ -86,6 +86,13 @@ func (Domain) Schema() string { return schema + lifeSchema }
 // Gates is the deletion gate.
 func (Domain) Gates() []statelog.Gate { return []statelog.Gate{deletionGate{}} }
 
+// Kinds are the domain's record kinds with the lowest format version that
+// applies each (kbrec.Kinds).
+func (Domain) Kinds() map[string]int { return kbrec.Kinds }
+
+// GateKinds are the domain's records that install a gate (kbrec.GateKinds).
+func (Domain) GateKinds() []string { return kbrec.GateKinds }
+
 // Apply writes one record's rows. Every rule is decided from the rows
 // alone, so every node reaches the same ones: a record that is moot here
 // (its space or page gone) writes nothing, a parent that is gone or would

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb/kbrec"
+	"github.com/crewlet/crewlet/engine/record/recordtest"
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
@@ -80,5 +81,17 @@ func TestSubjectsAndScopes(t *testing.T) {
 	}
 	if _, ok := kbrec.ScopedPage(kbrec.SpaceScope("DOCS")); ok {
 		t.Fatal("a space's scope names a page")
+	}
+}
+
+// TestEveryKindHasAFormatVersion: every knowledge-base record kind has a
+// format-version decision in Kinds, the lifecycle kinds are past format
+// 2, and the page purge stays at 1.
+func TestEveryKindHasAFormatVersion(t *testing.T) {
+	recordtest.EveryKindDecided(t, ".", kbrec.Kinds, kbrec.GateKinds)
+	for _, k := range []string{kbrec.KindArchiveSpace, kbrec.KindMovePage, kbrec.KindTrashPage, kbrec.KindComment} {
+		if kbrec.Kinds[k] < kbrec.LifecycleFormat || kbrec.LifecycleFormat <= 2 {
+			t.Errorf("%s is stamped %d: a format-2 build does not know it and would apply nothing", k, kbrec.Kinds[k])
+		}
 	}
 }

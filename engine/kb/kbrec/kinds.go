@@ -9,9 +9,10 @@ const (
 	KindPurgePage   = "pages.purge_page"
 )
 
-// Record kinds of the lifecycle: new kinds rather than new fields on the
-// old ones, so a build that predates them applies nothing of them (rather
-// than half of a record it cannot read).
+// Record kinds of the lifecycle, added after format 2: new kinds rather
+// than new fields on the old ones, stamped 3 (Kinds), so a build that
+// predates them retains them whole, with everything their scope meets,
+// rather than apply nothing of them and leave its rows behind its peers'.
 const (
 	// KindArchiveSpace is update_space with archived: the settings it
 	// carries apply as update_space's, and the space is archived or back.
@@ -25,6 +26,31 @@ const (
 	// comment's own subject.
 	KindComment = "pages.comment"
 )
+
+// LifecycleFormat is the record format version that added the lifecycle
+// kinds (archive, move, trash, comments).
+const LifecycleFormat = 3
+
+// Kinds is every knowledge-base record kind with the lowest format
+// version that applies it whole: the kinds of the first release at 1 (a
+// page purge stays at 1 for good: it installs the deletion gate,
+// GateKinds), the lifecycle kinds at LifecycleFormat. A test fails on a
+// Kind constant without a decision here.
+var Kinds = map[string]int{
+	KindCreateSpace:  1,
+	KindUpdateSpace:  1,
+	KindCreatePage:   1,
+	KindUpdatePage:   1,
+	KindPurgePage:    1,
+	KindArchiveSpace: LifecycleFormat,
+	KindMovePage:     LifecycleFormat,
+	KindTrashPage:    LifecycleFormat,
+	KindComment:      LifecycleFormat,
+}
+
+// GateKinds are the knowledge base's records that install a gate: the
+// page purge (the deletion gate's marker).
+var GateKinds = []string{KindPurgePage}
 
 // A space's editing setting: locked refuses new pages and edits at
 // decide time.

@@ -23,6 +23,11 @@ func (counting) Schema() string {
 	return `CREATE TABLE IF NOT EXISTS counting_rows (seq INTEGER PRIMARY KEY, nth INTEGER NOT NULL);`
 }
 
+// Kinds are the records the self-test appends.
+func (counting) Kinds() map[string]int {
+	return map[string]int{"counting.a": 1, "counting.b": 1, "counting.c": 1}
+}
+
 type tally struct{ n int }
 
 func (*tally) Flush(context.Context, *sql.Tx, statelog.Applying) error { return nil }

@@ -100,8 +100,8 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	case trackrec.KindEmptyTrash:
 		return nil // a cut-off: it writes nothing
 	default:
-		// A kind this build does not know is at a format version it claims
-		// to read: apply nothing rather than guess.
+		// Never reached through the applier: a kind missing from
+		// trackrec.Kinds is retained by the framework before any apply.
 		return nil
 	}
 	if err != nil {

@@ -12,6 +12,13 @@ import (
 // Gates is the tracker's own apply gate: the deletion gate.
 func (Domain) Gates() []statelog.Gate { return []statelog.Gate{deletedGate{}} }
 
+// Kinds are the domain's record kinds with the lowest format version that
+// applies each (trackrec.Kinds).
+func (Domain) Kinds() map[string]int { return trackrec.Kinds }
+
+// GateKinds are the domain's records that install a gate (trackrec.GateKinds).
+func (Domain) GateKinds() []string { return trackrec.GateKinds }
+
 // deletedGate drops every record about a purged task, whoever wrote it and
 // however late it arrives: one whose subject is the task, or whose scope
 // names it (a mirror, a merge, a dependency on it). A redelivery months

@@ -18,9 +18,11 @@ const (
 	KindBulkUpdate     = "tracker.bulk_update"
 )
 
-// Record kinds of the lifecycle tools. An older build applies none of them
-// (a kind it does not know applies nothing), so none carries a change an
-// older kind could half-apply.
+// Record kinds of the lifecycle tools, added after format 2: a build at
+// format 2 does not know them, so each that writes rows is stamped 3
+// (Kinds) and such a build retains it, with everything its scope meets,
+// rather than apply nothing for it and leave its rows behind its peers'
+// for good.
 const (
 	// KindEditComment edits or deletes one comment, by its author only.
 	KindEditComment = "tracker.edit_comment"
@@ -40,3 +42,42 @@ const (
 // stamped with it, so an older build retains the record whole rather than
 // apply it with the fields dropped.
 const FieldsFormat = 2
+
+// LifecycleFormat is the record format version that added the lifecycle
+// kinds (edited comments, updated projects, bulk sets).
+const LifecycleFormat = 3
+
+// Kinds is every tracker record kind with the lowest format version that
+// applies it whole: what the framework stamps a record with (raised to
+// FieldsFormat by a record that carries an item field). Every kind has a
+// decision here, and a test fails on a Kind constant without one.
+//   - The kinds of the first release are 1. A purge stays at 1 for good
+//     and only ever grows by addition: it installs the deletion gate, and
+//     a build that cannot decode it stops its applier (GateKinds).
+//   - empty_trash writes no row (its sequence is a cut-off the deciding
+//     node reads from the log; the ledger row every build writes), so an
+//     older build applies it whole: 1.
+//   - The other lifecycle kinds write rows a format-2 build would not:
+//     LifecycleFormat.
+var Kinds = map[string]int{
+	KindCreateProject:  1,
+	KindCreateWorkItem: 1,
+	KindUpdateWorkItem: 1,
+	KindMirrorEdges:    1,
+	KindComment:        1,
+	KindMark:           1,
+	KindMove:           1,
+	KindMergeDuplicate: 1,
+	KindTrash:          1,
+	KindRestore:        1,
+	KindPurge:          1,
+	KindBulkUpdate:     1,
+	KindEmptyTrash:     1,
+	KindEditComment:    LifecycleFormat,
+	KindUpdateProject:  LifecycleFormat,
+	KindBulkSet:        LifecycleFormat,
+}
+
+// GateKinds are the tracker's records that install a gate: the purge
+// (the deletion gate's marker).
+var GateKinds = []string{KindPurge}

@@ -29,6 +29,12 @@ func ItemOfSubject(subject string) string {
 // ProjectScope is the declared scope naming project key.
 func ProjectScope(key string) string { return "project:" + key }
 
+// InProject is the declared scope entry saying an item is in project key
+// (statelog.MemberPrefix): a retained record that changes the project (a
+// bulk update, a create bumping its counter) covers the item's later
+// records and reads, while the item's own records cover no neighbour.
+func InProject(key string) string { return "in:" + ProjectScope(key) }
+
 // ItemScope is the declared scope naming item id.
 func ItemScope(id string) string { return "item:" + id }
 

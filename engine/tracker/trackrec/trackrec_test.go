@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/record/recordtest"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
@@ -105,5 +106,27 @@ func TestPriorityRanks(t *testing.T) {
 	}
 	if trackrec.PriorityRank("asap") != 0 || trackrec.PriorityName(-1) != trackrec.PriorityNone || trackrec.PriorityName(99) != trackrec.PriorityNone {
 		t.Fatal("an unknown priority or rank is not none")
+	}
+}
+
+// TestEveryKindHasAFormatVersion: every tracker record kind declared here
+// has a format-version decision in Kinds (a kind added without one fails
+// here, before an older build could apply nothing for it), the lifecycle
+// kinds that write rows are past format 2, and the purge stays at 1.
+func TestEveryKindHasAFormatVersion(t *testing.T) {
+	recordtest.EveryKindDecided(t, ".", trackrec.Kinds, trackrec.GateKinds)
+	for _, k := range []string{trackrec.KindEditComment, trackrec.KindUpdateProject, trackrec.KindBulkSet} {
+		if trackrec.Kinds[k] <= trackrec.FieldsFormat {
+			t.Errorf("%s is stamped %d: a format-2 build does not know it and would apply nothing", k, trackrec.Kinds[k])
+		}
+	}
+}
+
+// TestMembershipIsTheFrameworks: a project membership entry is spelt with
+// the framework's MemberPrefix, which is what lets a retained record about
+// the project cover the items in it.
+func TestMembershipIsTheFrameworks(t *testing.T) {
+	if got, want := trackrec.InProject("ENG"), statelog.MemberPrefix+trackrec.ProjectScope("ENG"); got != want {
+		t.Fatalf("InProject(ENG) = %q, want %q", got, want)
 	}
 }

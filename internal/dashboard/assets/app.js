@@ -202,6 +202,11 @@ const views = {
     for (const n of a.nodes || []) for (const d of n.domains || []) rows.push(Object.assign({ node: n.node }, d));
     for (const r of rows) {
       if (r.reader) r.reader = r.reader.leader ? r.reader.leader + (r.reader.since ? ' since ' + when(r.reader.since) : '') : 'electing';
+      // A position in a generation the log has left has no lag to show.
+      if (r.left_gen) r.lag = 'left gen ' + r.left_gen;
+      else if (r.lag && typeof r.lag === 'object') r.lag = r.lag.seq + (r.lag.seconds != null ? ' (' + r.lag.seconds.toFixed(1) + 's)' : '');
+      if (r.log_diverged) r.node += ' [log_diverged]';
+      else if (r.wrong_log) r.node += ' [wrong log: ' + r.wrong_log + ']';
       if (r.apply) r.apply = 'longest tx ' + (r.apply.longest_tx / 1e6).toFixed(1) + ' ms (' + r.apply.longest_tx_records + ' records), batch ' + r.apply.longest_batch_records + ' records';
     }
     out.push(figures(rows, ['node', 'domain', 'generation', 'seq', 'applied_through', 'lag', 'reader', 'apply']));

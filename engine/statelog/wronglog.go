@@ -1,0 +1,251 @@
+package statelog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/crewlet/crewlet/engine"
+)
+
+// A node's rows are keyed to one stream: the one created at the instant
+// its checkpoint names (stream_created_at), holding at the checkpoint's
+// sequence the record stored at checkpoint_stored_at. When the live log
+// is not that one, applying on would key new records to rows from another
+// history, so the domain stops applying, refuses wrong_stream, and the
+// node stays up with its other domains serving (Read Consistency ›
+// wrong_stream). It is found at boot, by the position heartbeat
+// (VerifyLog) and by any write at an expectation of zero.
+
+// The cases a wrong log is found in.
+const (
+	// WrongLogRecreated: the stream was deleted and created again.
+	WrongLogRecreated = "recreated"
+	// WrongLogRestored: the checkpoint is past the log's end — a broker
+	// restored from an older copy of its store.
+	WrongLogRestored = "restored"
+	// WrongLogDiverged: the log holds, at the checkpoint, another record
+	// than the one this node consumed there — the restored log was
+	// written past this node's rows.
+	WrongLogDiverged = "diverged"
+)
+
+// Log lines of a wrong log (component engine for the recreated stream,
+// the loop around the log; statelog for the rest).
+const (
+	EvStreamRecreated      = "statelog_stream_recreated"
+	EvLogDiverged          = "statelog_log_diverged"
+	EvCheckpointUnverified = "statelog_checkpoint_unverified"
+)
+
+// WrongLog is the verdict that this node's log is not its rows' log.
+type WrongLog struct {
+	Case string
+	Why  string
+}
+
+// wrongLogState holds the verdict, and whether the record at the
+// checkpoint is still to be compared (it could not be read).
+type wrongLogState struct {
+	mu         sync.Mutex
+	verdict    *WrongLog
+	unverified bool
+}
+
+// WrongLog is the verdict that this node's log is not the one its rows are
+// keyed to, nil while it is.
+func (r *Replica) WrongLog() *WrongLog {
+	r.wrong.mu.Lock()
+	defer r.wrong.mu.Unlock()
+	return r.wrong.verdict
+}
+
+// wrongLogWhy is the verdict's sentence, "" while the log is the rows'.
+func (r *Replica) wrongLogWhy() string {
+	if v := r.WrongLog(); v != nil {
+		return v.Why
+	}
+	return ""
+}
+
+// judgeLog compares the live log with the checkpoint: its creation
+// instant, its end, and the record at the checkpoint. A verdict is
+// returned once and kept; unverified says the record at the checkpoint
+// could not be read, so nothing past it may be applied until it is.
+func (r *Replica) judgeLog(ctx context.Context, cp Checkpoint, info LogInfo) (v *WrongLog, unverified bool) {
+	switch {
+	case !cp.StreamCreatedAt.IsZero() && !info.Created.IsZero() && !info.Created.Equal(cp.StreamCreatedAt):
+		return &WrongLog{Case: WrongLogRecreated, Why: fmt.Sprintf("%s was deleted and created again (at %s; this node's rows are keyed to the stream created at %s)",
+			r.stream, info.Created.UTC().Format(time.RFC3339Nano), cp.StreamCreatedAt.UTC().Format(time.RFC3339Nano))}, false
+	case info.Leaderless:
+		// A member cut off from its group answers from its own copy:
+		// nothing it says about the end is judged.
+		return nil, false
+	case cp.Seq > info.LastSeq:
+		return &WrongLog{Case: WrongLogRestored, Why: fmt.Sprintf("the checkpoint of %s is at %d but the log ends at %d: a broker restored from an older copy of its store",
+			r.stream, cp.Seq, info.LastSeq)}, false
+	case cp.Seq == 0 || cp.Seq < info.FirstSeq || cp.CheckpointStoredAt.IsZero() || r.cfg.Compacted:
+		// Nothing consumed yet, trimmed past (below the floor, judged
+		// apart), no instant kept, or a keyed table whose old values
+		// the broker replaces: nothing to compare.
+		return nil, false
+	}
+	m, err := r.cfg.Log.Get(ctx, cp.Seq)
+	switch {
+	case errors.Is(err, ErrNoMessage):
+		return nil, false // deleted from inside the log: the hole is judged apart
+	case err != nil:
+		return nil, true
+	case !m.Time.Equal(cp.CheckpointStoredAt):
+		return &WrongLog{Case: WrongLogDiverged, Why: fmt.Sprintf("%s holds at %d another record (stored at %s) than the one this node consumed there (stored at %s): the restored log was written past this node's rows",
+			r.stream, cp.Seq, m.Time.UTC().Format(time.RFC3339Nano), cp.CheckpointStoredAt.UTC().Format(time.RFC3339Nano))}, false
+	}
+	return nil, false
+}
+
+// setWrongLog records a verdict once, says so once, and stops the
+// applier: the domain applies nothing past its checkpoint and refuses
+// wrong_stream until it is re-anchored or its rows are replaced.
+func (r *Replica) setWrongLog(v *WrongLog, cp Checkpoint) bool {
+	r.wrong.mu.Lock()
+	first := r.wrong.verdict == nil
+	if first {
+		r.wrong.verdict = v
+		r.wrong.unverified = false
+	}
+	r.wrong.mu.Unlock()
+	if !first {
+		return false
+	}
+	pos := r.Position(cp.Seq).Token()
+	switch v.Case {
+	case WrongLogRecreated:
+		r.cfg.Logger.Error(EvStreamRecreated, engine.LogComponent, engine.ComponentEngine, engine.LogDomain, string(r.domain),
+			engine.LogStream, r.stream, engine.LogPosition, pos, "stream_created_at", cp.StreamCreatedAt, "why", v.Why)
+	default:
+		r.log.Error(EvLogDiverged, engine.LogStream, r.stream, engine.LogPosition, pos, "case", v.Case,
+			"checkpoint_stored_at", cp.CheckpointStoredAt, "why", v.Why)
+	}
+	return true
+}
+
+// setUnverified notes, once, that the record at the checkpoint could not
+// be read to compare it.
+func (r *Replica) setUnverified(cp Checkpoint, err error) {
+	r.wrong.mu.Lock()
+	first := !r.wrong.unverified && r.wrong.verdict == nil
+	r.wrong.unverified = true
+	r.wrong.mu.Unlock()
+	if first {
+		r.log.Warn(EvCheckpointUnverified, engine.LogStream, r.stream, engine.LogPosition, r.Position(cp.Seq).Token(), engine.LogErr, fmt.Sprint(err))
+	}
+}
+
+// VerifyLog is the heartbeat's check of the live log against this node's
+// rows. A log found to be another stops this domain's applier and refuses
+// its reads and writes wrong_stream; an unread log or record leaves the
+// verdict where it was.
+func (r *Replica) VerifyLog(ctx context.Context) {
+	if r.WrongLog() != nil {
+		return
+	}
+	info, err := r.cfg.Log.Info(ctx)
+	if err != nil {
+		return
+	}
+	cp, err := r.Checkpoint(ctx)
+	if err != nil {
+		return
+	}
+	v, unverified := r.judgeLog(ctx, cp, info)
+	switch {
+	case v != nil:
+		if r.setWrongLog(v, cp) && r.sub != nil {
+			go r.sub.Stop()
+		}
+	case unverified:
+		r.setUnverified(cp, fmt.Errorf("the record at %d could not be read", cp.Seq))
+	default:
+		r.wrong.mu.Lock()
+		r.wrong.unverified = false
+		r.wrong.mu.Unlock()
+	}
+}
+
+// verifiedBeforeApply is the applier's ask before it applies past a
+// checkpoint the boot or a heartbeat could not compare: an error (retried
+// in place) until the record at the checkpoint is read and matches.
+func (r *Replica) verifiedBeforeApply(ctx context.Context, cp Checkpoint) error {
+	r.wrong.mu.Lock()
+	unverified, verdict := r.wrong.unverified, r.wrong.verdict
+	r.wrong.mu.Unlock()
+	if verdict != nil {
+		return &StopError{Seq: cp.Seq, Why: "this node's log is not the one its rows are keyed to: " + verdict.Why}
+	}
+	if !unverified {
+		return nil
+	}
+	r.VerifyLog(ctx)
+	r.wrong.mu.Lock()
+	unverified, verdict = r.wrong.unverified, r.wrong.verdict
+	r.wrong.mu.Unlock()
+	switch {
+	case verdict != nil:
+		return &StopError{Seq: cp.Seq, Why: "this node's log is not the one its rows are keyed to: " + verdict.Why}
+	case unverified:
+		return fmt.Errorf("statelog: the record at %s's checkpoint %d could not be read to compare it with the one this node consumed there", r.stream, cp.Seq)
+	}
+	return nil
+}
+
+// checkCreatedBeforeZero is a write's check before it appends at an
+// expectation of zero (its subject holds nothing, as this node's rows
+// see it): on a stream deleted and created again every subject is empty,
+// so the broker would take the append. The stream's creation instant is
+// read from the broker and compared with the one the rows are keyed to.
+func (r *Replica) checkCreatedBeforeZero(ctx context.Context) error {
+	info, err := r.cfg.Log.Info(ctx)
+	if err != nil {
+		return nil // unanswered: the append's own answer says what it can
+	}
+	cp, err := r.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	if v, _ := r.judgeLog(ctx, cp, info); v != nil && v.Case == WrongLogRecreated {
+		if r.setWrongLog(v, cp) && r.sub != nil {
+			go r.sub.Stop()
+		}
+		return wrongStream(r.stream, v.Why)
+	}
+	return nil
+}
+
+// wrongStream is the refusal of a domain whose log is not its rows' log.
+func wrongStream(stream, why string) *engine.Refusal {
+	return engine.Refuse(engine.CodeWrongStream, "this node's %s log is not the one its rows are keyed to: %s. See Retention; reads and writes of this domain refuse until it is re-anchored (crewlet retention reanchor) or its rows are replaced.", stream, why).With("domain", stream)
+}
+
+// zeroCheck coalesces the creation-instant reads of writes at an
+// expectation of zero: a write needs a read that began after it did, so
+// the writes queued behind one read in flight take its answer rather than
+// each asking the broker (every create is such a write).
+type zeroCheck struct {
+	mu      sync.Mutex
+	startAt time.Time
+	err     error
+}
+
+func (z *zeroCheck) check(ctx context.Context, read func(context.Context) error) error {
+	began := time.Now()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.startAt.After(began) {
+		return z.err
+	}
+	z.startAt = time.Now()
+	z.err = read(ctx)
+	return z.err
+}
