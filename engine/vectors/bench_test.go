@@ -126,4 +126,3 @@ func waitEmbeddedB(b *testing.B, vs *vectors.Service, kind semantic.Kind, want i
 		return nil
 	})
 }
-

@@ -13,7 +13,7 @@ import (
 // candidates by sign bits before ranking them; it still finds a stored
 // text as its own nearest, and most of the exact top 10.
 func TestIndexTwoPasses(t *testing.T) {
-	const n = 12_000
+	const n = 5_000
 	e := embed.NewBuiltin()
 	texts := syntheticTexts(n)
 	vecs, _ := e.Embed(context.Background(), texts)
@@ -25,7 +25,7 @@ func TestIndexTwoPasses(t *testing.T) {
 		t.Fatalf("%d entries do not take the two-pass search", n)
 	}
 	agree, total := 0, 0
-	for q := 0; q < n; q += 600 {
+	for q := 0; q < n; q += 250 {
 		got := idx.nearest(vecs[q], []semantic.Kind{semantic.WorkItem}, 10)
 		if len(got) != 10 || got[0].Similarity < 0.97 {
 			t.Fatalf("query %d (%q): nearest %+v, want itself first", q, texts[q], got)

@@ -55,10 +55,13 @@ func (Domain) Name() engine.Domain { return vecrec.Domain }
 // Schema is the domain's tables.
 func (Domain) Schema() string { return Schema }
 
+// Kinds are vecrec.Kinds.
+func (Domain) Kinds() map[string]int { return vecrec.Kinds }
+
 // Apply writes a record's row. A payload that does not parse, or a put
 // whose vector is not its declared length, is moot: it applies nothing
-// (the duty writes it again from the source). A kind this build does not
-// know at a version it reads applies nothing either.
+// (the duty writes it again from the source). A kind not in Kinds never
+// reaches Apply: the framework retains it for a later build.
 func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at statelog.Applying) error {
 	switch rec.Kind {
 	case vecrec.KindPut:

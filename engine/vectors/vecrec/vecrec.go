@@ -4,13 +4,17 @@
 // subject per source on a compacted stream: the newest record of a
 // subject is the source's current value, and the only one kept).
 //
-// Format versions: both kinds are at version 1, the base format. An
-// older build runs no vectors domain at all — it has no consumer on
-// CREWLET_TRACKER_VECTORS and reads nothing from it — so no build that
-// predates these kinds can misapply them, and no lower version exists to
-// choose. A later build that adds a field (a quantised encoding, say)
-// stamps the records carrying it with its own version, which this build
-// retains whole (engine/record) rather than applies without the field.
+// Format versions (Kinds): both kinds are at version 1, the base format,
+// though they are new in a build of format 3. The decision is the lowest
+// version an older build cannot misapply, and no older build reads them:
+// a build without the vectors domain has no stream, consumer or applier
+// for CREWLET_TRACKER_VECTORS (its node sizes and creates only the logs
+// of its own domains), and every build that runs the domain knows both
+// kinds whole. Stamping them 3 would protect no one and would only make a
+// future format-2 tool that reads the stream retain them. A later build
+// that adds a field (a quantised encoding, say) stamps the records
+// carrying it with its own version, which this build retains whole
+// (engine/record) rather than apply without the field.
 package vecrec
 
 import (
@@ -41,6 +45,14 @@ const (
 	KindForget    = "vectors.forget"
 	ForgetVersion = 1
 )
+
+// Kinds are the domain's record kinds, each with the lowest format
+// version that applies it whole (statelog.Domain.Kinds): 1 for both, the
+// package comment says why. Neither installs a gate.
+var Kinds = map[string]int{
+	KindPut:    PutVersion,
+	KindForget: ForgetVersion,
+}
 
 // Put is a vectors.put payload.
 type Put struct {

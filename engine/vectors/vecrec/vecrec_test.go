@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/record/recordtest"
 	"github.com/crewlet/crewlet/engine/vectors/vecrec"
 )
 
@@ -54,6 +55,12 @@ func TestFormatVersions(t *testing.T) {
 			t.Errorf("%s past this build's format: %v, want undecodable with its scope", kind, err)
 		}
 	}
+}
+
+// TestEveryKindDecided: every kind the contract declares has its format
+// version in Kinds, none past this build's, none a gate.
+func TestEveryKindDecided(t *testing.T) {
+	recordtest.EveryKindDecided(t, ".", vecrec.Kinds, nil)
 }
 
 func TestVectorEncoding(t *testing.T) {
