@@ -107,6 +107,11 @@ func steps() []step {
 		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
 		// A NUL byte in a query answered internal once (an SQL error).
 		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),
+		// The duplicate finder, before a create (title, description) and of
+		// a filed item (key); neither is refused.
+		s(trackertools.NameSimilarWorkItems, map[string]any{"title": "First of ${P}", "description": "line two, émoji"}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"key": "${P}-1", "limit": 3}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"description": "neither a title nor a key"}, "invalid_argument"),
 		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "First of ${P}, renamed"}, expectOK),
 		s(trackertools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK),
 		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "A lost update"}, "stale"),
