@@ -77,9 +77,7 @@ func TestServeAudit(t *testing.T) {
 			Domain, OpID, Position string
 		} `json:"steps"`
 	}
-	// A node gate is written on every domain's log (the vectors log's
-	// included: an evicted node's embeddings apply nowhere either).
-	logs := len(domains.Builtin())
+	logs := len(domains.Builtin()) // a node gate goes on every domain's log
 	if err := json.NewDecoder(resp.Body).Decode(&evict); err != nil || resp.StatusCode != http.StatusOK || len(evict.Steps) != logs {
 		t.Fatalf("evict over HTTP: %d %+v %v", resp.StatusCode, evict, err)
 	}

@@ -107,11 +107,6 @@ func steps() []step {
 		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First"}, expectOK),
 		// A NUL byte in a query answered internal once (an SQL error).
 		s(trackertools.NameSearchWorkItems, map[string]any{"query": "First\x00"}, "invalid_argument"),
-		// The duplicate finder, before a create (title, description) and of
-		// a filed item (key); neither is refused.
-		s(trackertools.NameSimilarWorkItems, map[string]any{"title": "First of ${P}", "description": "line two, émoji"}, expectOK),
-		s(trackertools.NameSimilarWorkItems, map[string]any{"key": "${P}-1", "limit": 3}, expectOK),
-		s(trackertools.NameSimilarWorkItems, map[string]any{"description": "neither a title nor a key"}, "invalid_argument"),
 		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "First of ${P}, renamed"}, expectOK),
 		s(trackertools.NameGetWorkItem, map[string]any{"key": "${P}-1"}, expectOK),
 		s(trackertools.NameUpdateWorkItem, map[string]any{"key": "${P}-1", "if_match": "${V}", "title": "A lost update"}, "stale"),
@@ -160,7 +155,20 @@ func steps() []step {
 		op(s(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}, lifeSteps())
+	}, similarSteps(), lifeSteps())
+}
+
+// similarSteps call the duplicate finder before a create (title and
+// description) and about a filed item (key), and with neither.
+func similarSteps() []step {
+	s := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect}
+	}
+	return []step{
+		s(trackertools.NameSimilarWorkItems, map[string]any{"title": "First of ${P}", "description": "line two, émoji"}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"key": "${P}-1", "limit": 3}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"description": "neither a title nor a key"}, "invalid_argument"),
+	}
 }
 
 // kbLifeSteps are the knowledge base's lifecycle calls, on the page and
