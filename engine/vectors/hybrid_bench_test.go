@@ -43,7 +43,7 @@ func publishItems(tb testing.TB, js jetstream.JetStream, pairs []pair, n int) {
 		if _, err := js.PublishAsync("crewlet.tracker.project.ENG", data, jetstream.WithMsgID(op.String())); err != nil {
 			tb.Fatal(err)
 		}
-		if j%1024 == 0 {
+		if j%256 == 0 {
 			<-js.PublishAsyncComplete()
 		}
 	}
