@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -227,6 +228,10 @@ func (r *Register) Beat(ctx context.Context) {
 	// Read the whole register back on every beat, so a node cut off from
 	// the register's leader can still say what it last saw.
 	all, rerr := ReadAll(ctx, r.kv)
+	if rerr == nil {
+		r.judgeGenerations(ctx, all)
+		r.judgeTruncation(ctx, all)
+	}
 	err := errors.Join(errs...)
 	r.mu.Lock()
 	if rerr == nil {
@@ -240,6 +245,71 @@ func (r *Register) Beat(ctx context.Context) {
 	r.mu.Unlock()
 	if err != nil && prev == nil && ctx.Err() == nil {
 		r.log.Warn("fleet_heartbeat_failed", engine.LogErr, err.Error())
+	}
+}
+
+// judgeGenerations gives each replica the verdict that a peer re-anchored
+// its log past this node's generation, from the register read on this
+// beat (statelog_generation_passed): the highest generation a peer holds
+// on the same stream.
+func (r *Register) judgeGenerations(ctx context.Context, all []Position) {
+	for _, rep := range r.cfg.Replicas {
+		var peer string
+		var top uint64
+		for _, p := range all {
+			if p.Node != r.cfg.Node && p.Domain == rep.Domain() && p.Stream == rep.Stream() && p.Generation > top {
+				peer, top = p.Node, p.Generation
+			}
+		}
+		if top <= rep.Generation() {
+			continue
+		}
+		// Whether the peer that opened it is evicted decides whether the
+		// verdict names an adoption or a reanchor (abandoned).
+		evicted, err := rep.EvictedNodes(ctx)
+		if err != nil {
+			r.log.Warn("statelog_generation_holder_unread", engine.LogDomain, string(rep.Domain()), "peer", peer, "generation", top, engine.LogErr, err.Error())
+			continue
+		}
+		rep.GenerationPassed(ctx, peer, top, slices.Contains(evicted, peer))
+	}
+}
+
+// judgeTruncation gives each replica the verdict that a peer's rows hold
+// records its log lost: a live peer on the same stream and generation
+// whose checkpoint is past the log's end, or which reported
+// log_diverged. The log's end is read after the register, so a right
+// log is at or past every checkpoint the register showed.
+func (r *Register) judgeTruncation(ctx context.Context, all []Position) {
+	for _, rep := range r.cfg.Replicas {
+		if rep.WrongLog() != nil {
+			continue // its own log is wrong: that verdict says more
+		}
+		info, err := rep.LogInfo(ctx)
+		if err != nil || info.Leaderless {
+			if err == nil {
+				err = fmt.Errorf("%s has no leader", rep.Stream())
+			}
+			rep.TruncationUnread(err)
+			continue
+		}
+		evicted, err := rep.EvictedNodes(ctx)
+		if err != nil {
+			rep.TruncationUnread(err)
+			continue
+		}
+		var verdict *statelog.Truncation
+		for _, p := range all {
+			if p.Node == r.cfg.Node || p.Domain != rep.Domain() || p.Stream != rep.Stream() || p.Generation != rep.Generation() ||
+				!p.StreamCreatedAt.Equal(info.Created.UTC()) || slices.Contains(evicted, p.Node) {
+				continue
+			}
+			if p.Seq > info.LastSeq || p.LogDiverged {
+				verdict = &statelog.Truncation{Peer: p.Node, PeerSeq: p.Seq, LastSeq: info.LastSeq, PeerDiverged: p.LogDiverged}
+				break
+			}
+		}
+		rep.JudgeTruncation(verdict)
 	}
 }
 

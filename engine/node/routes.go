@@ -15,11 +15,12 @@ import (
 // Routes are the node's own HTTP routes, which follow its domains'
 // (Services): the replication answer, the audit trail, the snapshots and
 // the progress of long work; then the operator's writes: a backup and a
-// verify-restore, the node gates, and a log's ceiling.
+// verify-restore, the node gates, a log's reanchor and a log's ceiling.
 func (n *Node) Routes() []rest.Route {
 	out := rest.RoutesOf(n.Retention(), n.Audit(), snapshot.Listing{Repo: n.SnapshotRepository()}, n.BackupProgress())
 	out = append(out, snapshot.Routes(n, n.cfg.Logger)...)
 	out = append(out, fleet.GateRoutes(n.NodeGates())...)
+	out = append(out, rest.Route{Method: http.MethodPost, Pattern: "/api/v1/logs/{log}/reanchor", Unchecked: true, Serve: n.reanchorRoute})
 	return append(out, rest.Route{Method: http.MethodPost, Pattern: "/api/v1/logs/{log}/capacity", Unchecked: true, Serve: n.capacityRoute})
 }
 

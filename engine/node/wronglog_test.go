@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -254,4 +256,56 @@ func TestDivergedLogFoundAtBoot(t *testing.T) {
 		t.Fatalf("%s lines: %+v", statelog.EvLogDiverged, ls)
 	}
 	wrongStreamOnly(t, n, "another record")
+}
+
+// TestLogTruncatedByAPeersRows: the positions register shows a peer on the
+// same stream and generation whose rows are past the log's end (what a
+// broker restored from an older copy looks like from a node whose rows
+// are the copy's age). The heartbeat says statelog_log_truncated, this
+// node's writes of that domain refuse log_truncated while its reads go
+// on; once the peer is gone from the register (rebuilt), the verdict
+// clears (statelog_log_truncated_cleared) and writes land again.
+func TestLogTruncatedByAPeersRows(t *testing.T) {
+	ctx := context.Background()
+	rec := enginetest.NewRecorder()
+	n := enginetest.OpenNode(t, node.Config{DataDir: t.TempDir(), HeartbeatInterval: 20 * time.Millisecond, Logger: rec.Logger()})
+	mustProject(t, n.Tracker(), "ENG")
+	info, err := n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := fleet.Position{Node: "n7", Domain: engine.DomainTracker, Stream: engine.StreamTracker, Generation: 1,
+		Seq: info.LastSeq + 40, AppliedThrough: info.LastSeq + 40, StreamCreatedAt: info.Created.UTC(), BeatAt: time.Now().UTC()}
+	b, _ := json.Marshal(peer)
+	kv := n.Register().KV()
+	if _, err := kv.Put(ctx, fleet.Key("n7", engine.DomainTracker), b); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if len(rec.Lines(statelog.EvLogTruncated)) == 0 {
+			return fmt.Errorf("no %s yet", statelog.EvLogTruncated)
+		}
+		return nil
+	})
+	if l := rec.Lines(statelog.EvLogTruncated)[0]; l.Attrs["peer"] != "n7" || l.Level.String() != "ERROR" {
+		t.Fatalf("%s: %+v", statelog.EvLogTruncated, l)
+	}
+	_, err = n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "OPS", "ops")
+	if engine.CodeOf(err) != engine.CodeLogTruncated {
+		t.Fatalf("a write while a peer holds what the log lost: %v, want log_truncated", err)
+	}
+	if _, err := n.Tracker().ListProjects(ctx, engine.ReadOptions{Level: engine.Linearizable}); err != nil {
+		t.Fatalf("a read while the log is truncated: %v", err)
+	}
+	if err := kv.Delete(ctx, fleet.Key("n7", engine.DomainTracker)); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if len(rec.Lines(statelog.EvLogTruncatedCleared)) == 0 {
+			return fmt.Errorf("no %s yet", statelog.EvLogTruncatedCleared)
+		}
+		return nil
+	})
+	w, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "OPS", "ops")
+	enginetest.Landed(t, n, engine.DomainTracker, w.WriteResult, err)
 }

@@ -171,6 +171,9 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	if err := r.verifiedBeforeApply(ctx, cp); err != nil {
 		return cp, 0, 0, 0, err
 	}
+	if err := r.reloadIfDirty(ctx); err != nil {
+		return cp, 0, 0, 0, err
+	}
 	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
 	if err != nil {
 		return cp, 0, 0, 0, err
@@ -382,6 +385,9 @@ func (r *Replica) applyOne(ctx context.Context, tx *sql.Tx, cp *Checkpoint, d De
 // apply inside tx: the applier's path for a record it consumes, and the
 // release's for one it retained before (retain.go).
 func (r *Replica) applyDecoded(ctx context.Context, tx *sql.Tx, d Delivery, rec *record.Record, rows *int) (*gatedLine, error) {
+	if err := r.checkGeneration(rec, d.Seq); err != nil {
+		return nil, err
+	}
 	// The statements below run for every record: prepared once.
 	q := sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}
 	for _, g := range r.gates {

@@ -112,7 +112,7 @@ func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {
 		return 0, errNotPublishing
 	}
 	rec := &record.Record{Kind: record.KindBarrier, Version: 1, Writer: r.cfg.Node,
-		Generation: r.cfg.Generation, Subject: BarrierSubject(r.domain)}
+		Generation: r.generation(), Subject: BarrierSubject(r.domain)}
 	if err := rec.Validate(); err != nil {
 		return 0, err
 	}

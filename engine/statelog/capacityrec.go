@@ -49,7 +49,10 @@ var frameworkApply = map[string]func(r *Replica, ctx context.Context, tx *sql.Tx
 	KindEvict:    applyGate,
 	KindReadmit:  applyGate,
 	KindCapacity: func(*Replica, context.Context, *sql.Tx, *record.Record, uint64) error { return nil },
+	// KindGeneration is added by generations.go (init), which owns it.
 }
+
+func init() { frameworkApply[KindGeneration] = applyGeneration }
 
 func applyGate(r *Replica, ctx context.Context, tx *sql.Tx, rec *record.Record, seq uint64) error {
 	if _, err := r.applyNodeGate(ctx, tx, rec, seq); err != nil {

@@ -73,3 +73,37 @@ func (r *Replica) rederive(ctx context.Context) error {
 	r.log.Info(engine.EvRederived, "from", from, "to", to, "rows", rows)
 	return nil
 }
+
+// rederiveNow recomputes the domain's computed columns from the rows it
+// holds, whatever rules they were derived under: after a checkpoint a
+// reanchor created, the history the rows were derived from is not the
+// log's any more (Replication › Values the engine computes are recomputed
+// once).
+func (r *Replica) rederiveNow(ctx context.Context) error {
+	dd, ok := r.cfg.Domain.(DerivedDomain)
+	if !ok {
+		return nil
+	}
+	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, rulesSchema); err != nil {
+		return err
+	}
+	rows, err := dd.Rederive(ctx, tx)
+	if err != nil {
+		return err
+	}
+	to := dd.RulesVersion()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_rules(domain, version) VALUES(?, ?)
+		ON CONFLICT(domain) DO UPDATE SET version = excluded.version`, string(r.domain), to); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	r.log.Info(engine.EvRederived, "from", to, "to", to, "rows", rows, "why", "a checkpoint a reanchor created")
+	return nil
+}

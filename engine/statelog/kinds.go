@@ -18,11 +18,12 @@ var frameworkKinds = map[string]int{
 	KindEvict:          1,
 	KindReadmit:        1,
 	KindCapacity:       3,
+	KindGeneration:     1,
 }
 
 // frameworkGateKinds are the framework's records that install a gate: a
 // build that cannot decode one stops its applier rather than retain it.
-var frameworkGateKinds = []string{KindEvict, KindReadmit}
+var frameworkGateKinds = []string{KindEvict, KindReadmit, KindGeneration}
 
 // FrameworkKinds lists the framework's record kinds and their versions
 // (the upgrade tests enumerate every kind a build writes).

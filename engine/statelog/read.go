@@ -149,7 +149,7 @@ func (r *Replica) state() NodeState {
 	floor, floorErr := r.Floor()
 	return NodeState{
 		Stream:       r.stream,
-		Generation:   r.cfg.Generation,
+		Generation:   r.generation(),
 		Applied:      r.Applied(),
 		LogEnd:       r.logEnd.Load(),
 		DrainRate:    r.drain.get(),

@@ -210,6 +210,14 @@ type Replica struct {
 	// zero last read the stream's creation instant.
 	wrong wrongLogState
 	zero  zeroCheck
+	// gens are the generations this node's rows entered (generations.go);
+	// strange the record that stopped the applier for a generation it
+	// never entered (reanchor.go).
+	gens    generations
+	strange atomic.Pointer[strangeRecord]
+	// truncated is the verdict that a peer's rows hold records the log
+	// lost (truncated.go).
+	truncated truncationState
 	// cover is the scopes of the retained records as the batch being
 	// applied sees them (retain.go; applier only), nil until needed.
 	cover *coverSet
@@ -280,6 +288,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.format, r.kinds = cfg.FormatVersion, cfg.Domain.Kinds()
 	// The framework's gates (those a reanchor adds come first), then the
 	// writer's eviction, then the domain's own (the object's marker).
+	r.gates = append(r.gates, generationGate{r: r, name: GateAbandoned}, generationGate{r: r, name: GateOvertaken})
 	r.gates = append(r.gates, cfg.Gates...)
 	r.gates = append(r.gates, evictionGate{domain: cfg.Domain.Name(), some: &r.evictions})
 	if gd, ok := cfg.Domain.(GatedDomain); ok {
@@ -327,6 +336,9 @@ func (r *Replica) load(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, err
 	}
 	r.progress.set(cp.Seq, cp.AppliedThrough)
+	if err := r.loadGenerations(ctx, cfg.DB); err != nil {
+		return Checkpoint{}, err
+	}
 	var retained int64
 	if err := cfg.DB.QueryRowContext(ctx, `SELECT count(*) FROM statelog_retained WHERE domain = ?`, string(r.domain)).Scan(&retained); err != nil {
 		return Checkpoint{}, err
@@ -382,7 +394,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, ddl := range []string{Schema, evictionSchema, auditSchema, ledger.Schema, r.cfg.Domain.Schema()} {
+	for _, ddl := range []string{Schema, evictionSchema, auditSchema, generationsSchema, ledger.Schema, r.cfg.Domain.Schema()} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}
@@ -505,11 +517,11 @@ func (r *Replica) Domain() engine.Domain { return r.domain }
 func (r *Replica) Stream() string { return r.stream }
 
 // Generation is the generation this node's rows are keyed to.
-func (r *Replica) Generation() uint64 { return r.cfg.Generation }
+func (r *Replica) Generation() uint64 { return r.generation() }
 
 // Position turns a sequence on this replica's log into a position.
 func (r *Replica) Position(seq uint64) engine.Position {
-	return engine.Position{Stream: r.stream, Generation: r.cfg.Generation, Seq: seq}
+	return engine.Position{Stream: r.stream, Generation: r.generation(), Seq: seq}
 }
 
 // Applied is the checkpoint sequence the applier has committed.

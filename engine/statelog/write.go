@@ -147,6 +147,9 @@ func (r *Replica) admitWrite(opID string) *engine.Refusal {
 	if why := r.wrongLogWhy(); why != "" {
 		return wrongStream(r.stream, why)
 	}
+	if t := r.Truncated(); t != nil {
+		return truncatedRefusal(r.stream, t)
+	}
 	if r.evicted.Load() {
 		// Refused before anything is appended, so it names no position:
 		// another data node takes the write under the same id at once.
@@ -293,7 +296,7 @@ func (r *Replica) encode(ctx context.Context, op Op, prop *Proposal) ([]byte, er
 		return nil, err
 	}
 	rec := &record.Record{Kind: prop.Kind, Version: version, OpID: op.ID.String(), Writer: r.cfg.Node,
-		Generation: r.cfg.Generation, Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
+		Generation: r.generation(), Subject: prop.Subject, Scope: prop.Scope, Digest: op.Digest, By: engine.ActorOf(ctx)}
 	if rec.Payload, err = json.Marshal(prop.Payload); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,10 @@ const (
 	// than the one this node consumed there — the restored log was
 	// written past this node's rows.
 	WrongLogDiverged = "diverged"
+	// WrongLogGenerationPassed: a peer re-anchored the log past this
+	// node's generation; it continues from that peer's rows, which this
+	// node adopts as a snapshot.
+	WrongLogGenerationPassed = "generation_passed"
 )
 
 // Log lines of a wrong log (component engine for the recreated stream,
@@ -38,12 +42,17 @@ const (
 	EvStreamRecreated      = "statelog_stream_recreated"
 	EvLogDiverged          = "statelog_log_diverged"
 	EvCheckpointUnverified = "statelog_checkpoint_unverified"
+	EvGenerationPassed     = "statelog_generation_passed"
 )
 
 // WrongLog is the verdict that this node's log is not its rows' log.
 type WrongLog struct {
 	Case string
 	Why  string
+	// FleetGeneration and Peer name the generation a peer re-anchored
+	// the log into, and the peer (WrongLogGenerationPassed).
+	FleetGeneration uint64
+	Peer            string
 }
 
 // wrongLogState holds the verdict, and whether the record at the
@@ -121,6 +130,9 @@ func (r *Replica) setWrongLog(v *WrongLog, cp Checkpoint) bool {
 	}
 	pos := r.Position(cp.Seq).Token()
 	switch v.Case {
+	case WrongLogGenerationPassed:
+		r.cfg.Logger.Warn(EvGenerationPassed, engine.LogComponent, engine.ComponentEngine, engine.LogDomain, string(r.domain),
+			engine.LogStream, r.stream, "generation", r.generation(), "fleet_generation", v.FleetGeneration, "peer", v.Peer, "why", v.Why)
 	case WrongLogRecreated:
 		r.cfg.Logger.Error(EvStreamRecreated, engine.LogComponent, engine.ComponentEngine, engine.LogDomain, string(r.domain),
 			engine.LogStream, r.stream, engine.LogPosition, pos, "stream_created_at", cp.StreamCreatedAt, "why", v.Why)
@@ -151,11 +163,13 @@ func (r *Replica) VerifyLog(ctx context.Context) {
 	if r.WrongLog() != nil {
 		return
 	}
-	info, err := r.cfg.Log.Info(ctx)
+	// The checkpoint first: every record it covers was on the log before
+	// the log's end is read after it, so a right log ends at or past it.
+	cp, err := r.Checkpoint(ctx)
 	if err != nil {
 		return
 	}
-	cp, err := r.Checkpoint(ctx)
+	info, err := r.cfg.Log.Info(ctx)
 	if err != nil {
 		return
 	}
@@ -171,6 +185,43 @@ func (r *Replica) VerifyLog(ctx context.Context) {
 		r.wrong.mu.Lock()
 		r.wrong.unverified = false
 		r.wrong.mu.Unlock()
+	}
+}
+
+// GenerationPassed is the heartbeat's finding that peer re-anchored this
+// log into generation gen, past this node's: the domain refuses
+// wrong_stream from then on, its applier stopped, until this node adopts a
+// snapshot from the new generation (at its next boot, the log's new first
+// sequence past its checkpoint). A verdict already given stays, and names
+// the passing peer from then on.
+//
+// Where the peer is evicted, its generation applies nowhere: the verdict
+// names an abandoned reanchor of this log instead.
+func (r *Replica) GenerationPassed(ctx context.Context, peer string, gen uint64, peerEvicted bool) {
+	if gen <= r.generation() {
+		return
+	}
+	cp, err := r.Checkpoint(ctx)
+	if err != nil {
+		return
+	}
+	v := &WrongLog{Case: WrongLogGenerationPassed, FleetGeneration: gen, Peer: peer,
+		Why: fmt.Sprintf("%s re-anchored %s into generation %d, past this node's %d, so it continues from that peer's rows; this node adopts a snapshot from the new generation when it next boots", peer, r.stream, gen, r.generation())}
+	if peerEvicted {
+		v.Why = fmt.Sprintf("%s, which is evicted, opened generation %d of %s past this node's %d: its generation applies nowhere; re-anchor this log abandoned (crewlet retention reanchor --case abandoned)", peer, gen, r.stream, r.generation())
+	}
+	r.wrong.mu.Lock()
+	prev := r.wrong.verdict
+	passedBefore := prev != nil && prev.Case == WrongLogGenerationPassed
+	if prev != nil && !passedBefore {
+		r.wrong.verdict = nil // replaced: the passed verdict says what clears it
+	}
+	r.wrong.mu.Unlock()
+	if passedBefore {
+		return
+	}
+	if r.setWrongLog(v, cp) && r.sub != nil {
+		go r.sub.Stop()
 	}
 }
 
@@ -206,13 +257,13 @@ func (r *Replica) verifiedBeforeApply(ctx context.Context, cp Checkpoint) error 
 // so the broker would take the append. The stream's creation instant is
 // read from the broker and compared with the one the rows are keyed to.
 func (r *Replica) checkCreatedBeforeZero(ctx context.Context) error {
-	info, err := r.cfg.Log.Info(ctx)
-	if err != nil {
-		return nil // unanswered: the append's own answer says what it can
-	}
 	cp, err := r.Checkpoint(ctx)
 	if err != nil {
 		return err
+	}
+	info, err := r.cfg.Log.Info(ctx)
+	if err != nil {
+		return nil // unanswered: the append's own answer says what it can
 	}
 	if v, _ := r.judgeLog(ctx, cp, info); v != nil && v.Case == WrongLogRecreated {
 		if r.setWrongLog(v, cp) && r.sub != nil {

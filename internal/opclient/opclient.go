@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/crewlet/crewlet/engine/capacity"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/snapshot"
+	"github.com/crewlet/crewlet/engine/statelog"
 )
 
 // RetentionPath is the retention answer's route.
@@ -80,6 +82,29 @@ func (c *Client) SetCapacity(ctx context.Context, log string, maxBytes int64) (c
 		return ch, fmt.Errorf("the node answered something that is not a capacity change: %w", err)
 	}
 	return ch, nil
+}
+
+// Reanchor asks the node to re-anchor one state log (crewlet retention
+// reanchor): kase is recreated, restored or abandoned; discard voids what
+// was written to a restored log after the restore; opID, when given, is
+// the retry of an earlier reanchor's generation record.
+func (c *Client) Reanchor(ctx context.Context, log, kase string, discard bool, opID string) (statelog.Reanchored, error) {
+	var out statelog.Reanchored
+	q := url.Values{"case": {kase}}
+	if discard {
+		q.Set("discard", "true")
+	}
+	if opID != "" {
+		q.Set("op_id", opID)
+	}
+	body, err := c.do(ctx, http.MethodPost, "/api/v1/logs/"+url.PathEscape(log)+"/reanchor?"+q.Encode())
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, fmt.Errorf("the node answered something that is not a reanchor: %w", err)
+	}
+	return out, nil
 }
 
 // get sends GET path and returns the body of a 200 answer.
