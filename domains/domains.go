@@ -16,6 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/usage"
+	"github.com/crewlet/crewlet/engine/vectors"
 	"github.com/crewlet/crewlet/tools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
@@ -28,6 +29,7 @@ func Builtin() Registry {
 		Of(tracker.Spec, trackertools.Toolset),
 		Of(kb.Spec, kbtools.Toolset),
 		Of(usage.Spec, usagetools.Toolset),
+		Headless(vectors.Spec),
 	}
 }
 
@@ -58,6 +60,15 @@ func Of[S any](spec statelog.Spec, toolset func(S) tools.Toolset) Domain {
 	}}
 }
 
+// Headless is the registry entry of a domain with no tools of its own:
+// the vectors domain, whose index the tracker's and the knowledge base's
+// searches rank with (engine/node links them) and whose coverage their
+// answers carry.
+func Headless(spec statelog.Spec) Domain { return Domain{Spec: spec} }
+
+// HasTools says the domain brings tools of its own (not Headless).
+func (d Domain) HasTools() bool { return d.toolset != nil }
+
 // Registry is the domains a build runs, in order.
 type Registry []Domain
 
@@ -76,7 +87,7 @@ func (r Registry) Specs() []statelog.Spec {
 func (r Registry) Toolsets(service func(engine.Domain) rest.Router) tools.Catalogue {
 	var out tools.Catalogue
 	for _, d := range r {
-		if svc := service(d.Spec.Name()); svc != nil {
+		if svc := service(d.Spec.Name()); svc != nil && d.toolset != nil {
 			out = append(out, d.toolset(svc))
 		}
 	}
@@ -86,9 +97,11 @@ func (r Registry) Toolsets(service func(engine.Domain) rest.Router) tools.Catalo
 // Definitions are every domain's tools over no service: what a node
 // without the data role offers, and the toolsets --toolsets names.
 func (r Registry) Definitions() tools.Catalogue {
-	out := make(tools.Catalogue, len(r))
-	for i, d := range r {
-		out[i] = d.toolset(nil)
+	var out tools.Catalogue
+	for _, d := range r {
+		if d.toolset != nil {
+			out = append(out, d.toolset(nil))
+		}
 	}
 	return out
 }

@@ -18,3 +18,11 @@ func (f *fakeTracker) ListTags(_ context.Context, _ engine.ReadOptions, _ string
 	defer f.mu.Unlock()
 	return tracker.TagList{ReadInfo: f.info(), Tags: []tracker.TagCount{}}, nil
 }
+
+// SimilarWorkItems answers no candidate, ranked by words (the fake holds
+// no vectors), as the search above does.
+func (f *fakeTracker) SimilarWorkItems(_ context.Context, _ engine.ReadOptions, _ tracker.SimilarQuery) (tracker.SimilarResult, error) {
+	f.begin()
+	defer f.mu.Unlock()
+	return tracker.SimilarResult{ReadInfo: f.info(), Hits: []tracker.SimilarHit{}, Ranking: tracker.RankingBM25}, nil
+}

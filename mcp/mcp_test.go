@@ -137,7 +137,8 @@ func textOf(res *mcpgo.CallToolResult) string {
 }
 
 var allTools = []string{trackertools.NameCreateProject, trackertools.NameListProjects, trackertools.NameCreateWorkItem, trackertools.NameGetWorkItem, trackertools.NameListWorkItems, trackertools.NameUpdateWorkItem,
-	trackertools.NameSearchWorkItems, trackertools.NameCommentOnWorkItem, trackertools.NameMoveWorkItem, trackertools.NameMergeWorkItems, trackertools.NameTrashWorkItem, trackertools.NameRestoreWorkItem, trackertools.NamePurgeWorkItem, trackertools.NameListTags}
+	trackertools.NameSearchWorkItems, trackertools.NameCommentOnWorkItem, trackertools.NameMoveWorkItem, trackertools.NameMergeWorkItems, trackertools.NameTrashWorkItem, trackertools.NameRestoreWorkItem, trackertools.NamePurgeWorkItem, trackertools.NameListTags,
+	trackertools.NameSimilarWorkItems}
 
 // destructiveTools are the tools that say so in their annotations.
 var destructiveTools = map[string]bool{trackertools.NameTrashWorkItem: true, trackertools.NamePurgeWorkItem: true}

@@ -9,12 +9,14 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crewlet/crewlet/domains"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/embed"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/token"
@@ -35,6 +37,47 @@ type Config struct {
 	// Retention is retention.*: the backup schedule and the snapshot
 	// repository.
 	Retention RetentionSection `yaml:"retention"`
+	// Embedder is embedder.*: what embeds the vectors domain's sources
+	// and the searches' queries.
+	Embedder EmbedderSection `yaml:"embedder"`
+}
+
+// EmbedderSection is embedder.* (engine/embed.Config holds its rules).
+type EmbedderSection struct {
+	// Provider is embedder.provider: builtin (default: in-process, no
+	// network) or openai (an OpenAI-compatible /v1/embeddings server).
+	Provider string `yaml:"provider"`
+	// URL is embedder.url: the server's base URL.
+	URL string `yaml:"url"`
+	// Model is embedder.model: the model the server is asked for.
+	Model string `yaml:"model"`
+	// Dimensions is embedder.dimensions: the length of its vectors.
+	Dimensions int `yaml:"dimensions"`
+	// APIKeyEnv is embedder.api_key_env: the environment variable holding
+	// the bearer token (never the key itself).
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Timeout is embedder.timeout: one request's bound, a Go duration
+	// (default 30s).
+	Timeout string `yaml:"timeout"`
+	// BatchSize is embedder.batch_size: texts per request (default 32).
+	BatchSize int `yaml:"batch_size"`
+	// MinSimilarity is embedder.min_similarity: the similarity below
+	// which a nearest neighbour is not an answer (default 0.3).
+	MinSimilarity float64 `yaml:"min_similarity"`
+}
+
+// config maps embedder.*; a bad timeout is refused here, the rest by
+// embed.Config.Validate.
+func (e EmbedderSection) config() (embed.Config, error) {
+	c := embed.Config{Provider: e.Provider, URL: e.URL, Model: e.Model, Dimensions: e.Dimensions, APIKeyEnv: e.APIKeyEnv, BatchSize: e.BatchSize, MinSimilarity: e.MinSimilarity}
+	if e.Timeout != "" {
+		d, err := time.ParseDuration(e.Timeout)
+		if err != nil || d <= 0 {
+			return c, &ConfigError{Field: "embedder.timeout", Value: e.Timeout, Reason: "is not a positive duration such as \"30s\""}
+		}
+		c.Timeout = d
+	}
+	return c, nil
 }
 
 // NodeSection is node.*.
@@ -325,7 +368,12 @@ func leafReason(err error, t reflect.Type) string {
 // the package whose rules they are: node.*, stream.* and store.* by the
 // node, operator.token by its keeper, http.* by the HTTP edge.
 func (c *Config) Validate() error {
-	if err := c.NodeConfig("").Validate(); err != nil {
+	if _, err := c.Embedder.config(); err != nil {
+		return err
+	}
+	nc := c.NodeConfig("")
+	nc.Domains = domains.Builtin().Specs()
+	if err := nc.Validate(); err != nil {
 		return err
 	}
 	if _, _, err := node.ParseBackupInterval(c.Retention.BackupInterval); err != nil {
@@ -394,7 +442,14 @@ func (c *Config) NodeConfig(dataDir string) node.Config {
 		Company:   node.CompanyConfig{Timezone: c.Company.Timezone},
 		Retention: c.Retention.nodeConfig(),
 		Trim:      c.Retention.trimConfig(),
+		Embedder:  c.embedderConfig(),
 	}
+}
+
+// embedderConfig maps embedder.*; a bad timeout is left to Validate.
+func (c *Config) embedderConfig() embed.Config {
+	e, _ := c.Embedder.config()
+	return e
 }
 
 // trimConfig maps retention.trim_min_age; a bad age is left to Validate.

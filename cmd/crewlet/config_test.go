@@ -100,6 +100,19 @@ http:
 	{name: "bad port", yaml: "http: {listen: 'localhost:99999'}\n", field: "http.listen"},
 	{name: "not a mapping", yaml: "- a\n- b\n", field: "(file)"},
 	{name: "not yaml", yaml: "stream: {sync: [\n", errSub: "config:"},
+
+	{name: "vectors ceiling", yaml: "stream: {tracker_vectors_max_bytes: 4GiB}\n",
+		want: Config{Stream: StreamSection{LogMaxBytes: map[string]ByteSize{"tracker_vectors_max_bytes": 4 << 30}}}},
+	{name: "embedder openai", yaml: "embedder: {provider: openai, url: 'http://127.0.0.1:11434', model: nomic-embed-text, dimensions: 768, api_key_env: EMBED_KEY, timeout: 10s, batch_size: 16, min_similarity: 0.4}\n",
+		want: Config{Embedder: EmbedderSection{Provider: "openai", URL: "http://127.0.0.1:11434", Model: "nomic-embed-text", Dimensions: 768,
+			APIKeyEnv: "EMBED_KEY", Timeout: "10s", BatchSize: 16, MinSimilarity: 0.4}}},
+	{name: "embedder builtin", yaml: "embedder: {provider: builtin}\n", want: Config{Embedder: EmbedderSection{Provider: "builtin"}}},
+	{name: "embedder unknown provider", yaml: "embedder: {provider: onnx}\n", field: "embedder.provider"},
+	{name: "embedder openai without url", yaml: "embedder: {provider: openai, model: m, dimensions: 8}\n", field: "embedder.url"},
+	{name: "embedder openai without dimensions", yaml: "embedder: {provider: openai, url: 'https://api.example.com/v1', model: m}\n", field: "embedder.dimensions"},
+	{name: "embedder builtin with a model", yaml: "embedder: {model: m}\n", field: "embedder.model"},
+	{name: "embedder bad timeout", yaml: "embedder: {timeout: soon}\n", field: "embedder.timeout"},
+	{name: "embedder unknown key", yaml: "embedder: {api_key: sk-123}\n", field: "embedder.api_key"},
 }
 
 func TestParseConfig(t *testing.T) {

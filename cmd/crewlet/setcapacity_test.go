@@ -81,7 +81,10 @@ func fillTracker(t *testing.T, c *client.Client, project string) map[string]any 
 func TestSetCapacity(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "crewlet.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_max_bytes: 4GiB, tracker_log_max_bytes: %d}\n", smallTracker)), 0o600); err != nil {
+	// The usage log takes its fixed 1 GiB and the vectors log is set to
+	// 512 MiB, so the 4 GiB broker leaves the pages log room to be raised
+	// to 2 GiB below.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_max_bytes: 4GiB, tracker_log_max_bytes: %d, tracker_vectors_max_bytes: 512MiB}\n", smallTracker)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bin := BuildBinary(t)

@@ -158,7 +158,20 @@ func steps() []step {
 		op(s(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}, lifeSteps())
+	}, similarSteps(), lifeSteps())
+}
+
+// similarSteps call the duplicate finder before a create (title and
+// description) and about a filed item (key), and with neither.
+func similarSteps() []step {
+	s := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect}
+	}
+	return []step{
+		s(trackertools.NameSimilarWorkItems, map[string]any{"title": "First of ${P}", "description": "line two, émoji"}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"key": "${P}-1", "limit": 3}, expectOK),
+		s(trackertools.NameSimilarWorkItems, map[string]any{"description": "neither a title nor a key"}, "invalid_argument"),
+	}
 }
 
 // kbLifeSteps are the knowledge base's lifecycle calls, on the page and

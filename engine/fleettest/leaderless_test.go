@@ -4,6 +4,7 @@ package fleettest_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -51,21 +52,7 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 		t.Fatalf("replication with a leaderless log: %s (%s), want consistent_prefix with a sentence", st.Level, st.Note)
 	}
 
-	// A copy whose checkpoint is past the member's end, as a node's is
-	// when its applier took records its own broker's replica had not.
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(statelog.Schema); err != nil {
-		t.Fatal(err)
-	}
-	ahead := info.LastSeq + 5
-	if _, err := db.Exec(`INSERT INTO statelog_checkpoint(domain, stream, generation, seq, applied_through, stream_created_at, checkpoint_stored_at) VALUES(?,?,1,?,?,?,0)`,
-		string(engine.DomainTracker), log.Stream(), ahead, ahead, info.Created.UnixNano()); err != nil {
-		t.Fatal(err)
-	}
+	db := copyPastTheEnd(t, log, info)
 	logs := enginetest.NewRecorder()
 	// open opens the copy and answers how it stands: the boot's error,
 	// or, opened, the refusal its reads answer (nil for none).
@@ -106,4 +93,25 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	if err := open(2 * time.Minute); engine.CodeOf(err) != engine.CodeWrongStream {
 		t.Fatalf("with a leader: %v, want wrong_stream", fmt.Sprint(err))
 	}
+}
+
+// copyPastTheEnd is a database whose tracker checkpoint is past the
+// member's end, as a node's is when its applier took records its own
+// broker's replica had not.
+func copyPastTheEnd(t *testing.T, log statelog.Log, info statelog.LogInfo) *sql.DB {
+	t.Helper()
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), sqlite.FileName), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(statelog.Schema); err != nil {
+		t.Fatal(err)
+	}
+	ahead := info.LastSeq + 5
+	if _, err := db.Exec(`INSERT INTO statelog_checkpoint(domain, stream, generation, seq, applied_through, stream_created_at, checkpoint_stored_at) VALUES(?,?,1,?,?,?,0)`,
+		string(engine.DomainTracker), log.Stream(), ahead, ahead, info.Created.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -99,7 +99,9 @@ func titleRank(ctx context.Context, tx *sql.Tx, match, space string, limit int, 
 }
 
 // SearchKnowledge finds pages by words in their titles and bodies, best
-// first, with a snippet around the match. The answer is served at the
+// first, with a snippet around the match; where the vectors' index is
+// linked, that ranking is fused with the pages' vector similarity to the
+// query (semantic.go), which finds a page by its meaning too. The answer is served at the
 // level asked and carries no read-your-writes floor: a MinPosition (a
 // seat's floor) is not waited for, and the answer's note says so.
 func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q SearchQuery) (SearchResult, error) {
@@ -144,21 +146,38 @@ func (s *Service) SearchKnowledge(ctx context.Context, r engine.ReadOptions, q S
 	}
 	page, want := q.Limit, int(offset)+q.Limit+1
 	q.Limit = want
-	out := SearchResult{Hits: []Hit{}}
+	out := SearchResult{Hits: []Hit{}, Ranking: RankingBM25}
+	// The vector side is asked before the read: its query may be
+	// embedded by a provider over HTTP.
+	ix, vhits, verr := s.nearestPages(ctx, q.Query, 2*want+16)
+	if ix != nil && verr == nil {
+		out.Ranking = RankingHybrid
+	}
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit, maxN)
+		if out.Hits, err = s.rank(ctx, tx, all, q.Space, q.Limit, maxN); err != nil {
+			return err
+		}
+		if out.Ranking == RankingHybrid {
+			if out.Hits, err = fuseVectorPages(ctx, tx, out.Hits, vhits, q.Space, maxN); err != nil {
+				return err
+			}
+		}
+		out.Coverage, err = pageCoverage(ctx, tx, ix)
 		return err
 	})
 	info.Note = SearchNote
+	if verr != nil {
+		info.Note += vectorsNote(verr)
+	}
 	out.ReadInfo = info
 	if err != nil {
 		return out, err
 	}
 	// The page is a slice of the ranking read now; the cursor carries
 	// where it ended as an offset (a ranking has no key an insert cannot
-	// move: bm25 scores change with the corpus).
-	more := len(out.Hits) == want
+	// move: bm25 scores change with the corpus, and so does a fusion).
+	more := len(out.Hits) >= want
 	out.Hits = out.Hits[min(int(offset), len(out.Hits)):min(int(offset)+page, len(out.Hits))]
 	if more {
 		out.NextCursor = pg.next(info, strconv.Itoa(int(offset)+page))

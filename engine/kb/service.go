@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -19,6 +20,8 @@ import (
 type Service struct {
 	replica statelog.DomainReplica
 	clock   engine.Clock
+	// sem is the vectors' index once linked (UseIndex).
+	sem atomic.Value
 }
 
 // NewService builds the service over the pages replica.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/kb/kbrec"
+	"github.com/crewlet/crewlet/engine/semantic"
 )
 
 // Limits on input, enforced before anything is published.
@@ -179,20 +180,30 @@ type PageList struct {
 // rank. TitleMatch says every word of the query is in the title; such
 // pages rank before the rest. Score is bm25 within the hit's group (lower
 // is better): the title group's over titles, the rest's over whole pages.
+//
+// Under hybrid ranking Score is the reciprocal-rank-fusion score of the
+// word ranking and the vector ranking (higher first) and Similarity the
+// page's cosine similarity to the query where it is among the nearest;
+// under words alone Score is the rank within the hit's group.
 type Hit struct {
-	ID         string  `json:"id"`
-	Space      string  `json:"space"`
-	Parent     string  `json:"parent"`
-	Title      string  `json:"title"`
-	Snippet    string  `json:"snippet"`
-	TitleMatch bool    `json:"title_match"`
-	Score      float64 `json:"score"`
-	Version    uint64  `json:"version"`
+	ID         string   `json:"id"`
+	Space      string   `json:"space"`
+	Parent     string   `json:"parent"`
+	Title      string   `json:"title"`
+	Snippet    string   `json:"snippet"`
+	TitleMatch bool     `json:"title_match"`
+	Score      float64  `json:"score"`
+	Version    uint64   `json:"version"`
+	Similarity *float64 `json:"similarity,omitempty"`
 }
 
-// SearchResult answers search_knowledge.
+// SearchResult answers search_knowledge. Ranking says how its hits are
+// ranked (hybrid: words and vectors fused; bm25: words alone), Coverage
+// how many of the node's pages have a vector.
 type SearchResult struct {
 	engine.ReadInfo
-	Hits       []Hit  `json:"hits"`
-	NextCursor string `json:"next_cursor,omitempty"`
+	Hits       []Hit              `json:"hits"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+	Ranking    string             `json:"ranking"`
+	Coverage   *semantic.Coverage `json:"coverage"`
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/embed"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/trim"
 )
@@ -95,6 +96,9 @@ type Config struct {
 	DutyTTL time.Duration
 	// Trim is the retention trim's settings (retention.*).
 	Trim TrimConfig
+	// Embedder is embedder.*: what embeds text for a domain that asks for
+	// an embedder (the vectors domain); zero is the builtin model.
+	Embedder embed.Config
 	// Hooks are test and failpoint seams; nil in production.
 	Hooks Hooks
 }

@@ -67,8 +67,8 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 	return nil
 }
 
-// openReplicas opens every domain's replica on its log, in order, and
-// builds its service.
+// openReplicas opens every domain's replica on its log, in order, builds
+// its service, and links the services (link.go).
 func (n *Node) openReplicas(ctx context.Context) error {
 	cfg := n.cfg
 	streams := map[engine.Domain]string{}
@@ -101,7 +101,7 @@ func (n *Node) openReplicas(ctx context.Context) error {
 			d.service = svc
 		}
 	}
-	return nil
+	return n.link()
 }
 
 func (n *Node) find(d engine.Domain) *domain {

@@ -37,6 +37,9 @@ func (c Config) Validate() error {
 	if err := ParseTimezone(c.Company.Timezone); err != nil {
 		return err
 	}
+	if err := c.Embedder.Validate(); err != nil {
+		return err
+	}
 	if c.Store.BusyTimeoutSeconds < 0 {
 		return &engine.ConfigError{Field: "store.busy_timeout_seconds", Value: strconv.Itoa(c.Store.BusyTimeoutSeconds), Reason: "must be a positive number of seconds"}
 	}

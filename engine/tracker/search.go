@@ -45,7 +45,8 @@ func (s *Service) SearchWorkItems(ctx context.Context, r engine.ReadOptions, que
 
 // SearchWorkItemsPage finds items by the words of the query in their
 // titles, descriptions and comments, best first (bm25, title matches
-// ranked first), each with a snippet, a page at a time (cursor.go: the
+// ranked first; fused with vector similarity where the vectors' index is
+// linked: hybrid.go), each with a snippet, a page at a time (cursor.go: the
 // next page is keyed on the score and the item, floored at the first
 // page's position); items in the trash are left out. The index is written
 // by the apply in the same transaction as the rows, and the answer says it
@@ -53,6 +54,9 @@ func (s *Service) SearchWorkItems(ctx context.Context, r engine.ReadOptions, que
 func (s *Service) SearchWorkItemsPage(ctx context.Context, r engine.ReadOptions, sq SearchQuery) (SearchResult, error) {
 	if err := checkSearch(&sq); err != nil {
 		return SearchResult{}, err
+	}
+	if ix := s.semanticIndex(); ix != nil {
+		return s.hybridSearch(ctx, r, sq, ix)
 	}
 	digest := queryDigest("search", sq.Query, sq.Project)
 	cur, err := decodeCursor(sq.Cursor, digest)
@@ -65,11 +69,15 @@ func (s *Service) SearchWorkItemsPage(ctx context.Context, r engine.ReadOptions,
 	if r, err = cur.floor(r); err != nil {
 		return SearchResult{}, err
 	}
-	out := SearchResult{Hits: []SearchHit{}}
+	out := SearchResult{Hits: []SearchHit{}, Ranking: RankingBM25}
 	var docs []int64
 	info, err := s.replica.Read(ctx, r, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out.Hits, docs, err = searchPage(ctx, s.replica.Prepared(tx), sq, cur)
+		q := s.replica.Prepared(tx)
+		if out.Hits, docs, err = searchPage(ctx, q, sq, cur); err != nil {
+			return err
+		}
+		out.Coverage, err = coverage(ctx, q, nil)
 		return err
 	})
 	if err == nil && len(out.Hits) > sq.Limit {

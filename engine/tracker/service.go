@@ -19,6 +19,8 @@ import (
 type Service struct {
 	replica statelog.DomainReplica
 	clock   engine.Clock
+	// sem is the vectors' index once linked (UseIndex).
+	sem semHolder
 }
 
 // NewService builds the service over the tracker's replica.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/semantic"
 )
 
 // Limits on input, enforced before anything is published.
@@ -190,19 +191,31 @@ type GestureWrite struct {
 }
 
 // SearchHit is one search result.
+//
+// Score ranks the hits, higher first: under hybrid ranking the
+// reciprocal-rank-fusion score of the two rankings, under bm25 alone the
+// (negated) bm25 score. BM25 is the hit's word score where its words
+// matched, Similarity its cosine similarity to the query where it has a
+// vector among the nearest.
 type SearchHit struct {
-	Key     string  `json:"key"`
-	Title   string  `json:"title"`
-	Status  string  `json:"status"`
-	Snippet string  `json:"snippet"`
-	Score   float64 `json:"score"`
+	Key        string   `json:"key"`
+	Title      string   `json:"title"`
+	Status     string   `json:"status"`
+	Snippet    string   `json:"snippet"`
+	Score      float64  `json:"score"`
+	BM25       *float64 `json:"bm25,omitempty"`
+	Similarity *float64 `json:"similarity,omitempty"`
 }
 
-// SearchResult answers search_work_items.
+// SearchResult answers search_work_items. Ranking says how its hits are
+// ranked (hybrid: words and vectors fused; bm25: words alone), Coverage
+// how many of the node's work items have a vector.
 type SearchResult struct {
 	engine.ReadInfo
-	Hits       []SearchHit `json:"hits"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	Hits       []SearchHit        `json:"hits"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+	Ranking    string             `json:"ranking"`
+	Coverage   *semantic.Coverage `json:"coverage"`
 }
 
 // SearchQuery is search_work_items' input: Cursor is a previous page's

@@ -243,13 +243,13 @@ func updatePage(d env) (mcp.Tool, server.ToolHandlerFunc) {
 // searchKnowledge is search_knowledge {query, space, limit}.
 func searchKnowledge(d env) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []tools.Param{
-		{Name: "query", Kind: tools.KindString, Required: true, NonEmpty: true, MaxBytes: kb.MaxQueryBytes, Desc: "Words to find in titles and bodies; all must appear. Taken as words, never syntax; a trailing * matches a prefix."},
+		{Name: "query", Kind: tools.KindString, Required: true, NonEmpty: true, MaxBytes: kb.MaxQueryBytes, Desc: "Words, never syntax; a trailing * matches a prefix."},
 		{Name: "space", Kind: tools.KindString, MaxBytes: maxSpaceKey, Desc: "Only pages of this space key."},
-		{Name: "limit", Kind: tools.KindInteger, Min: 1, Max: kb.MaxSearchLimit, Desc: fmt.Sprintf("At most this many results (1 to %d, default %d).", kb.MaxSearchLimit, kb.DefaultSearchLimit)},
+		{Name: "limit", Kind: tools.KindInteger, Min: 1, Max: kb.MaxSearchLimit, Desc: fmt.Sprintf("Default %d.", kb.DefaultSearchLimit)},
 		kbCursorParam,
 	}
 	tool := tools.NewTool(NameSearchKnowledge,
-		"Search pages, best first (title before body); each hit has id, title and a snippet. No read-your-writes floor: a page just written may not show yet; get_page finds it.",
+		"Search pages by words and meaning, best first, with snippets. No read-your-writes floor.",
 		params, tools.ReadAnnotations("Search knowledge"), tools.OutputSchema[kb.SearchResult]())
 	check := func(a tools.Args) *engine.Refusal {
 		if a.Has("space") {

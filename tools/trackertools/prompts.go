@@ -73,7 +73,7 @@ func (d env) triagePrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if n == 0 {
 		b.WriteString("(none: every open item has an assignee)\n")
 	}
-	fmt.Fprintf(&b, "\n%s\n\nFor each item: read it (get_work_item), decide its status, assignee and tags, and look for an item it duplicates (search_work_items with words of its title). ", readLine(items.ReadInfo, items.NextCursor != ""))
+	fmt.Fprintf(&b, "\n%s\n\nFor each item: read it (get_work_item), decide its status, assignee and tags, and look for an item it duplicates (similar_work_items with its key). ", readLine(items.ReadInfo, items.NextCursor != ""))
 	b.WriteString(d.actLine("set them with update_work_item (if_match is the version above, or get_work_item's) and merge a duplicate into the older item with merge_work_items", "propose the changes as a list"))
 	return tools.PromptResult("Triage of "+project, b.String()), nil
 }
@@ -116,21 +116,54 @@ func (d env) duplicatesPrompt(ctx context.Context, req mcp.GetPromptRequest) (*m
 	if err != nil {
 		return nil, d.ResourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
 	}
-	cands, err := d.candidates(ctx, key, item.Item.Title)
-	if err != nil {
-		return nil, d.ResourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Find the duplicates of work item %s: %q.\n\n%s\n\nCandidates sharing words with its title (search_work_items), most shared first:\n", key, item.Item.Title, item.Item.Description)
-	for _, h := range cands {
-		fmt.Fprintf(&b, "- %s [%s]: %s\n", h.Key, h.Status, h.Title)
-	}
-	if len(cands) == 0 {
-		b.WriteString("(none found by its title's words: search with other words of its description)\n")
+	fmt.Fprintf(&b, "Find the duplicates of work item %s: %q.\n\n%s\n\n", key, item.Item.Title, item.Item.Description)
+	if err := d.duplicateCandidates(ctx, &b, key, item.Item.Title); err != nil {
+		return nil, d.ResourceFailed(ctx, "prompt:"+PromptFindDuplicates, err)
 	}
 	fmt.Fprintf(&b, "\n%s Read each candidate (get_work_item) and judge whether it reports the same work. ", readLine(item.ReadInfo, false))
 	b.WriteString(d.actLine("merge the true duplicates into the oldest of them with merge_work_items", "list the true duplicates and say which one to keep"))
 	return tools.PromptResult("Duplicates of "+key, b.String()), nil
+}
+
+// duplicateCandidates writes the prompt's candidates: similar_work_items'
+// (words and vectors fused, with each one's similarity and the coverage)
+// where the service finds similar items, else the items sharing words
+// with the title.
+func (d env) duplicateCandidates(ctx context.Context, b *strings.Builder, key, title string) error {
+	if f, ok := d.svc.(SimilarFinder); ok {
+		res, err := f.SimilarWorkItems(ctx, d.ReadOptions(ctx, engine.StreamTracker), tracker.SimilarQuery{Key: key, Limit: 10})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(b, "Candidates most similar to it in words and meaning (similar_work_items, ranked %s):\n", res.Ranking)
+		for _, h := range res.Hits {
+			sim := ""
+			if h.Similarity != nil {
+				sim = fmt.Sprintf(", similarity %.2f", *h.Similarity)
+			}
+			fmt.Fprintf(b, "- %s [%s%s]: %s\n", h.Key, h.Status, sim, h.Title)
+		}
+		if len(res.Hits) == 0 {
+			b.WriteString("(none found: search_work_items with other words of its description)\n")
+		}
+		if c := res.Coverage; c != nil && c.Embedded < c.Total {
+			fmt.Fprintf(b, "(Only %d of %d items have vectors yet: the rest are found by their words alone; search_work_items with other words may find more.)\n", c.Embedded, c.Total)
+		}
+		return nil
+	}
+	cands, err := d.candidates(ctx, key, title)
+	if err != nil {
+		return err
+	}
+	b.WriteString("Candidates sharing words with its title (search_work_items), most shared first:\n")
+	for _, h := range cands {
+		fmt.Fprintf(b, "- %s [%s]: %s\n", h.Key, h.Status, h.Title)
+	}
+	if len(cands) == 0 {
+		b.WriteString("(none found by its title's words: search with other words of its description)\n")
+	}
+	return nil
 }
 
 // actLine is what a prompt asks the model to do: act where this surface

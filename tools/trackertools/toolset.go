@@ -37,6 +37,7 @@ func Toolset(svc Tracker) tools.Toolset {
 	has := func() bool { return svc != nil }
 	life := func() bool { _, ok := svc.(TrackerLife); return ok }
 	comments := func() bool { _, ok := svc.(CommentLister); return ok }
+	similar := func() bool { _, ok := svc.(SimilarFinder); return ok }
 	entry := func(f tool, read, operatorOnly bool, needs func() bool) tools.Entry {
 		return tools.Entry{Build: bind(f), Read: read, OperatorOnly: operatorOnly, Needs: needs}
 	}
@@ -50,6 +51,7 @@ func Toolset(svc Tracker) tools.Toolset {
 			entry(getWorkItem, true, false, has),
 			entry(listWorkItems, true, false, has),
 			entry(searchWorkItems, true, false, has),
+			entry(similarWorkItems, true, false, similar),
 			entry(createProject, false, false, has),
 			entry(createWorkItem, false, false, has),
 			entry(updateWorkItem, false, false, has),

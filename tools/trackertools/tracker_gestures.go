@@ -199,13 +199,13 @@ func purgeWorkItem(d env) (mcp.Tool, server.ToolHandlerFunc) {
 // searchWorkItems is search_work_items {query, project, limit, cursor}.
 func searchWorkItems(d env) (mcp.Tool, server.ToolHandlerFunc) {
 	params := []tools.Param{
-		{Name: "query", Kind: tools.KindString, Required: true, NonEmpty: true, MaxBytes: tracker.MaxQueryBytes, Desc: "Plain words; every one must match."},
+		{Name: "query", Kind: tools.KindString, Required: true, NonEmpty: true, MaxBytes: tracker.MaxQueryBytes, Desc: "Plain words."},
 		{Name: "project", Kind: tools.KindString, MaxBytes: maxProjectKey, Desc: "Only this project's items."},
-		{Name: "limit", Kind: tools.KindInteger, Min: 1, Max: tracker.MaxSearchLimit, Desc: fmt.Sprintf("At most this many hits, default %d.", tracker.DefaultSearchLimit)},
+		{Name: "limit", Kind: tools.KindInteger, Min: 1, Max: tracker.MaxSearchLimit, Desc: fmt.Sprintf("Default %d.", tracker.DefaultSearchLimit)},
 		cursorParam,
 	}
 	tool := tools.NewTool(NameSearchWorkItems,
-		"Find work items by words in titles, descriptions and comments, best first, with snippets; trash left out. No read-your-writes floor: a just-written item may not show yet.",
+		"Find work items by words and meaning, best first, with snippets; trash left out. No read-your-writes floor.",
 		params, tools.ReadAnnotations("Search work items"), tools.OutputSchema[tracker.SearchResult]())
 	check := func(a tools.Args) *engine.Refusal {
 		if a.Has("project") {
