@@ -144,7 +144,7 @@ const (
 var Codes = map[Code]CodeInfo{
 	CodeBehind: {Code: CodeBehind, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
 		Doc: "This node has not reached the position the request needs. Wait and retry after the hint; it clears on its own."},
-	CodeTooStale: {Code: CodeTooStale, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
+	CodeTooStale: {Code: CodeTooStale, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
 		Doc: "This node's lag is past what the read said it would accept. Retry after the hint, or accept more staleness."},
 	CodeStalled: {Code: CodeStalled, Retryable: true, HTTPStatus: http.StatusServiceUnavailable, Elsewhere: ElsewhereAlways,
 		Doc: "This node's applied prefix has stopped moving, so a short answer would be wrong rather than old. Check the applier with `crewlet retention status`; a retried failure clears on its own when an attempt succeeds."},

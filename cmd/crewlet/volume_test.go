@@ -40,8 +40,9 @@ func TestServeVolumeFull(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "crewlet.yaml")
 	// A reservation is not disk: the limit is set so the logs' floors
-	// reserve on a volume smaller than them.
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_dir: %q, store_max_bytes: 4GiB}\n", filepath.Join(vol, "stream"))), 0o600); err != nil {
+	// reserve on a volume smaller than them (the four logs' 1 GiB floors and
+	// room beside them for the coordination buckets).
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("stream: {store_dir: %q, store_max_bytes: 6GiB}\n", filepath.Join(vol, "stream"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := StartServe(t, dir, "--config", cfg)

@@ -222,6 +222,8 @@ func (r *Register) Beat(ctx context.Context) {
 		}
 		if err := r.put(ctx, p); err != nil {
 			errs = append(errs, err)
+		} else {
+			rep.SetPublished(p.Seq, r.cfg.Clock.Now())
 		}
 	}
 	r.readFloors(ctx)
@@ -315,8 +317,9 @@ func (r *Register) judgeTruncation(ctx context.Context, all []Position) {
 
 // readFloors hands each replica its log's published trim floor, or the
 // error that kept it from being read (the replica refuses floor_unknown
-// once its reads have failed for statelog.FloorGrace: a floor is never
-// guessed). A floor published for another
+// unless its rows stand at or past a position the register took from it
+// moments ago, which the floor is never past: a floor is never guessed). A floor published
+// for another
 // stream or generation than the replica's rows is none of its business.
 func (r *Register) readFloors(ctx context.Context) (all bool) {
 	all = true

@@ -208,7 +208,10 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 		if l := s.Logs[d]; l != nil {
 			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			info, err := l.Info(ictx)
-			if err == nil {
+			// A member answering with no leader answers from its own copy,
+			// behind wherever it was cut off: its end is not the log's, so
+			// no lag is measured against it (the answer weakens).
+			if err == nil && !info.Leaderless {
 				lf.FirstSeq, lf.LastSeq, lf.CreatedAt, lf.Measured = info.FirstSeq, info.LastSeq, info.Created.UTC(), true
 				lf.MaxBytes, lf.Bytes, lf.OrdinaryCeiling = info.MaxBytes, info.Bytes, rep.OrdinaryCeiling(info.MaxBytes)
 				if info.LastSeq > 0 {
@@ -232,7 +235,7 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 		if len(unmeasured) > 1 {
 			what += "s"
 		}
-		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker, so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
+		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker (unanswered, or answered by a member with no leader), so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
 	}
 	return logs, lastTime
 }

@@ -51,6 +51,14 @@ func TestBootWaitsOutALeaderlessMember(t *testing.T) {
 	if st := c.Node(0).Replica(engine.DomainTracker).Replication(ctx); st.Level != engine.ConsistentPrefix || st.Note == "" {
 		t.Fatalf("replication with a leaderless log: %s (%s), want consistent_prefix with a sentence", st.Level, st.Note)
 	}
+	// Nor does the retention answer take the member's end at its word.
+	if a, err := c.Node(0).Retention().Answer(ctx); err == nil {
+		for _, l := range a.Logs {
+			if l.Domain == engine.DomainTracker && (l.Measured || a.Level != engine.ConsistentPrefix) {
+				t.Fatalf("the retention answer measured the leaderless log's end: %s %+v", a.Level, l)
+			}
+		}
+	}
 
 	db := copyPastTheEnd(t, log, info)
 	logs := enginetest.NewRecorder()

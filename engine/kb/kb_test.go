@@ -285,10 +285,13 @@ func staleRecordsGated(t *testing.T, n *node.Node, rec *enginetest.Recorder, doo
 		return &statelog.Proposal{Kind: kbrec.KindUpdatePage, Subject: kbrec.PageSubject(doomed.ID), Scope: []string{"space:DOCS", "page:" + doomed.ID},
 			Payload: map[string]any{"id": doomed.ID, "title": "stale decision"}}, nil
 	})
-	if r := refusedWith(t, err, engine.CodeDeleted, "applies nowhere"); r.Position == nil || r.Position.Seq <= staleSeq {
+	// deleted names no writer: the purge refuses this node's own write as
+	// it did the copy's, on every retry.
+	if r := refusedWith(t, err, engine.CodeDeleted, "applies nowhere"); r.Position == nil || r.Position.Seq <= staleSeq || r.Fields["writer"] != nil {
 		t.Fatalf("gated write refusal %+v", r)
 	}
-	if l := rec.Lines(engine.EvWriteGated); len(l) != 1 || l[0].Attrs[engine.LogGate] != kbapply.GateDeleted {
+	if l := rec.Lines(engine.EvWriteGated); len(l) != 1 || l[0].Attrs[engine.LogGate] != kbapply.GateDeleted ||
+		l[0].Attrs["subject"] != kbrec.PageSubject(doomed.ID) || l[0].Attrs[engine.LogDomain] != "pages" {
 		t.Fatalf("statelog_write_gated lines %+v", l)
 	}
 	if c := count(t, n, `SELECT count(*) FROM kb_pages WHERE id = ?`, doomed.ID); c != 0 {

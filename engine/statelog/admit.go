@@ -250,9 +250,14 @@ func behind(st NodeState, seq uint64, what string) *engine.Refusal {
 	return r
 }
 
+// tooStale is not worth coming back to this node for (the page names
+// four codes that are): another node may be fresher, or the caller may
+// accept more staleness. Its lag says how far behind this node is.
 func tooStale(lag *engine.Lag, rate float64, why string) *engine.Refusal {
-	r := engine.Refuse(engine.CodeTooStale, "this node is %s; retry after the hint, or accept more staleness.", why)
-	r.RetryAfter = RetryHint(lag.Seq, rate)
+	r := engine.Refuse(engine.CodeTooStale, "this node is %s; ask another node, or accept more staleness.", why)
+	if s := RetryHint(lag.Seq, rate); s > 0 {
+		r = r.With("drain_seconds", s)
+	}
 	return r.With("lag", lag)
 }
 

@@ -31,22 +31,15 @@ type floorState struct {
 	through uint64
 	readAt  time.Time
 	err     error
+	// published is the position the register last took from this node,
+	// at publishedAt (Floor).
+	published   uint64
+	publishedAt time.Time
 }
-
-// FloorGrace is how long a floor read that keeps failing is still
-// answered with the floor last read, before the node refuses
-// floor_unknown. A floor moves only when a trimmer publishes it, which
-// takes a majority of the floors' stream — the same majority whose loss
-// (a leader's election, 4 to 10 s) is what makes a read fail — and it
-// never moves past a live data node's own position, so for the length of
-// one trim interval the floor last read is the floor this node can be
-// held to. Past it, the floor is unknown and never guessed.
-const FloorGrace = time.Minute
 
 // SetFloor records the log's published trim floor (every record at or
 // below through is one the trim may have removed), or, with err, that the
-// floor could not be read: past FloorGrace of failed reads the replica's
-// reads and writes refuse floor_unknown until a read succeeds.
+// floor could not be read (Floor says what follows).
 func (r *Replica) SetFloor(through uint64, err error) {
 	now := r.cfg.Clock.Now()
 	r.floor.mu.Lock()
@@ -58,13 +51,40 @@ func (r *Replica) SetFloor(through uint64, err error) {
 	r.floor.through, r.floor.readAt, r.floor.err = through, now, nil
 }
 
-// Floor is the published trim floor as last read, and the error of the
-// last read when it failed.
+// SetPublished records a position this node's heartbeat published in the
+// positions register, and when the register took it: the trim's node term
+// never moves the floor past it.
+func (r *Replica) SetPublished(seq uint64, at time.Time) {
+	r.floor.mu.Lock()
+	defer r.floor.mu.Unlock()
+	r.floor.published, r.floor.publishedAt = seq, at
+}
+
+// PublishedFresh is how long a position the register took vouches for the
+// floor while the floor itself cannot be read: longer than a stream
+// leader's election (4 to 10 s), short of the trim's minute.
+const PublishedFresh = 10 * time.Second
+
+// Floor is the published trim floor as last read, and why the floor is
+// unknown where it is. An unreadable floor is never guessed, but it is
+// not always unknown: the trim never removes a record a live data node
+// has not applied, and this node is one — the floor cannot be past the
+// position this node published in the register, for as long as the fleet
+// counts it live. So while this node's rows stand at or past a position
+// the register took within PublishedFresh, no record it never applied
+// can be gone, and the floor last read answers for it; otherwise (a
+// position older than that: this node may be cut off, or evicted without
+// knowing it) the floor is unknown and its reads and writes refuse
+// floor_unknown at once. This keeps a node serving through the floors'
+// bucket's leader election without serving over a hole it cannot see.
 func (r *Replica) Floor() (uint64, error) {
 	r.floor.mu.Lock()
 	defer r.floor.mu.Unlock()
-	if r.floor.err != nil && !r.floor.readAt.IsZero() && r.cfg.Clock.Now().Sub(r.floor.readAt) <= FloorGrace {
-		// Failing for less than the grace since the last good read.
+	if r.floor.err == nil {
+		return r.floor.through, nil
+	}
+	f := &r.floor
+	if f.published > 0 && r.Applied() >= f.published && !r.evicted.Load() && r.cfg.Clock.Now().Sub(f.publishedAt) <= PublishedFresh {
 		return r.floor.through, nil
 	}
 	return r.floor.through, r.floor.err

@@ -3,6 +3,7 @@ package statelog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 
 	"github.com/crewlet/crewlet/engine"
@@ -78,8 +79,32 @@ func (g *NodeGates) gate(ctx context.Context, w engine.WriteOptions, node string
 		out.Steps = append(out.Steps, GateStep{Domain: st.Label, OpID: st.OpID, Outcome: st.Outcome, Position: st.Position})
 	}
 	out.Outcome, out.Position = wk.Outcome, wk.Position
+	stepErr = g.offerAgain(stepErr, op)
 	if stop := wk.Stop; stop != nil && stop.Outcome != "" {
 		out.Message = fmt.Sprintf("The %s log's step is %s, so the gate stopped there. Call again with op_id %s and the same arguments: the steps that landed are answered, the rest are finished.", stop.Label, stop.Outcome, op.ID)
 	}
 	return out, stepErr
+}
+
+// offerAgain words a step refused under a gate that drops a record for
+// what its writer was or did (evicted, abandoned, overtaken) when the
+// record in the way is another node's copy of the operation: the refusal
+// is about that node, so this node takes the gesture itself, under the
+// same op_id, once the log's duplicate window has passed (Replication ›
+// Who a refusal names).
+func (g *NodeGates) offerAgain(err error, op Op) error {
+	ref, ok := engine.AsRefusal(err)
+	if !ok {
+		return err
+	}
+	gate, _ := ref.Fields["gate"].(string)
+	writer, _ := ref.Fields["writer"].(string)
+	if writer == "" || len(g.Replicas) == 0 || writer == g.Replicas[0].cfg.Node || (gate != "evicted" && gate != GateAbandoned && gate != GateOvertaken) {
+		return err
+	}
+	again := *ref
+	again.Fields = maps.Clone(ref.Fields)
+	again.Message = fmt.Sprintf("%s That record is %s's copy of this gesture, not one this node wrote: call again with op_id %s and the same arguments once the log's duplicate window (2 minutes) has passed, and this node takes it.",
+		ref.Message, writer, op.ID)
+	return again.With("op_id", op.ID.String())
 }

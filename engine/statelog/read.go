@@ -91,15 +91,14 @@ func (r *Replica) readAdmitted(ctx context.Context, adm Admission, fn ObjectRead
 	return info, nil
 }
 
-// lagInto reports the answer's lag behind the log's end:
-// consistent_prefix names a prefix and claims no age, so it carries no
-// lag; every other level reports it.
+// lagInto reports the answer's lag behind the log's end, at every level:
+// consistent_prefix claims no age, but the distance it stands behind the
+// log is still reported on the answer (Read Consistency › Reading your
+// own write back), so a reader can tell how far behind the prefix is.
 func (r *Replica) lagInto(info *engine.ReadInfo, seen uint64) {
-	if info.Level != engine.ConsistentPrefix {
-		info.Lag = LagOf(seen, r.logEnd.Load(), r.drain.get())
-		if info.Lag.Seconds == nil {
-			info.Note = LagUnmeasured
-		}
+	info.Lag = LagOf(seen, r.logEnd.Load(), r.drain.get())
+	if info.Lag.Seconds == nil {
+		info.Note = LagUnmeasured
 	}
 }
 

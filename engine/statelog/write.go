@@ -574,7 +574,7 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 		return out, err
 	}
 	if dropped {
-		return out, r.gatedRefusal(out, seq, gate, writer)
+		return out, r.gatedRefusal(ctx, out, seq, gate, writer)
 	}
 	if msg, gerr := r.cfg.Log.Get(ctx, seq); gerr == nil && msg.MsgID == out.OpID {
 		out.Outcome = engine.Applied
@@ -584,17 +584,55 @@ func (r *Replica) answerLanded(ctx context.Context, out Written, seq uint64, rep
 }
 
 // gatedRefusal refuses a write whose record applies nowhere, under the
-// gate that holds it, logging statelog_write_gated.
-func (r *Replica) gatedRefusal(out Written, seq uint64, gate, writer string) error {
+// gate that holds it, logging statelog_write_gated. The gate named is the
+// one that holds the record now (asked again, in order, of the record the
+// log holds), which can differ from the one that dropped it at its apply:
+// once its object is purged, a record an eviction dropped is refused
+// deleted. A deleted refusal names no writer: the purge refuses the
+// asking node's own write exactly as it did the copy's, on every retry.
+func (r *Replica) gatedRefusal(ctx context.Context, out Written, seq uint64, gate, writer string) error {
 	p := r.Position(seq)
-	r.log.Warn(engine.EvWriteGated, engine.LogOpID, out.OpID, engine.LogGate, gate, engine.LogPosition, p.Token(), engine.LogWriter, writer)
+	subject := ""
+	if m, err := r.cfg.Log.Get(ctx, seq); err == nil {
+		subject = m.Subject
+		if now := r.gateNow(ctx, m); now != "" {
+			gate = now
+		}
+	}
+	attrs := []any{engine.LogOpID, out.OpID, "subject", subject, engine.LogGate, gate, engine.LogPosition, p.Token(), engine.LogWriter, writer}
+	r.log.Warn(engine.EvWriteGated, attrs...)
 	code := engine.Code(gate)
 	if _, known := engine.Codes[code]; !known {
 		code = engine.CodeEvicted
 	}
+	if code == engine.CodeDeleted {
+		ref := engine.Refuse(code, "the record this write appended at %s applies nowhere: its object was purged, and the purge holds every record about it for ever.", p.Token())
+		ref.Position = &p
+		return ref.With("gate", gate).With("op_id", out.OpID)
+	}
 	ref := engine.Refuse(code, "the record this write appended at %s applies nowhere: the %s gate holds it (writer %s).", p.Token(), gate, writer)
 	ref.Position = &p
 	return ref.With("gate", gate).With("writer", writer).With("op_id", out.OpID)
+}
+
+// gateNow asks the gates, in order, whether one holds the record m now,
+// and names the first; "" when none does or the record will not decode.
+func (r *Replica) gateNow(ctx context.Context, m StoredMsg) string {
+	rec, err := record.DecodeUpTo(m.Data, r.format)
+	if err != nil {
+		return ""
+	}
+	tx, err := sqlite.BeginRead(ctx, r.cfg.DB)
+	if err != nil {
+		return ""
+	}
+	defer tx.Rollback()
+	for _, g := range r.gates {
+		if holds, err := g.Holds(ctx, tx, rec, m.Seq); err == nil && holds {
+			return g.Name()
+		}
+	}
+	return ""
 }
 
 // OpFor is the operation a domain's write call runs under (ledger.ForCall:

@@ -183,6 +183,43 @@ func TestScopedThroughStopsAVersionOnlyComparison(t *testing.T) {
 	}
 }
 
+// TestIfMatchSeesABulkChange: the case that keeps the tracker's if_match
+// on max(version, scoped_through) rather than the version column alone,
+// which is what the seeds' page names. A bulk update is a record about
+// the project: it changes ENG-1's status without moving ENG-1's version,
+// only its scoped_through. A caller that read ENG-1 before the bulk change
+// and writes its status back under if_match would, compared on the
+// version alone, be let through and silently undo the bulk change — a
+// lost update the caller cannot see. Compared on what reads answer, it is
+// refused stale and reads again.
+func TestIfMatchSeesABulkChange(t *testing.T) {
+	r := newRig(t, time.Now())
+	ctx := context.Background()
+	r.project("ENG")
+	key := r.item("ENG", "one", "")
+	read := r.get(key)
+	done := "done"
+	if w, err := r.svc.BulkUpdate(ctx, engine.WriteOptions{}, "ENG", []string{key}, tracker.BulkPatch{Status: &done}); err != nil || w.Outcome != engine.Applied {
+		t.Fatalf("bulk: %+v %v", w, err)
+	}
+	var version, scoped uint64
+	err := r.n.DB().QueryRow(`SELECT version, scoped_through FROM tracker_items WHERE key = ?`, key).Scan(&version, &scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != read.Version || scoped <= version {
+		t.Fatalf("after the bulk change: version %d (read %d), scoped_through %d; want the version unmoved", version, read.Version, scoped)
+	}
+	back := read.Status
+	_, err = r.svc.UpdateWorkItem(ctx, engine.WriteOptions{}, key, read.Version, tracker.ItemPatch{Status: &back})
+	if engine.CodeOf(err) != engine.CodeStale {
+		t.Fatalf("a status written back under the version read before the bulk change: %v, want stale (a version-only comparison undoes the bulk change)", err)
+	}
+	if got := r.get(key); got.Status != done || got.Version != scoped {
+		t.Fatalf("%s after the refused write: %+v, want the bulk's status at version %d", key, got, scoped)
+	}
+}
+
 // TestSearchFindsTitlesDescriptionsCommentsTitleFirst.
 func TestSearchFindsTitlesDescriptionsCommentsTitleFirst(t *testing.T) {
 	r := newRig(t, time.Now())
