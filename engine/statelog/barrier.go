@@ -106,6 +106,7 @@ func (r *Replica) establishEnd(ctx context.Context, reads int) (uint64, bool, er
 		}
 		if known {
 			r.barriers.ends.Add(1)
+			r.cfg.Metrics.EndRead()
 			r.noteLogEnd(seq)
 			return seq, true, nil
 		}
