@@ -39,9 +39,13 @@ func Answer(structured any) *mcp.CallToolResult {
 		// doing: answer internal rather than half an answer.
 		return Internal()
 	}
+	// The structured content is the text's bytes: mcp-go would otherwise
+	// encode the answer a second time for every result it sends (a
+	// tenth of a read's MCP cost), and the client decodes the same object
+	// either way.
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: structured,
+		StructuredContent: json.RawMessage(b),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ type benchOptions struct {
 	rounds             int
 	perRound           time.Duration
 	kinds              string
+	corpus, bulk       int
+	floor              bool
 	asJSON             bool
 }
 
@@ -51,7 +54,10 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	fs.IntVar(&o.replicas, "replicas", 1, "how many nodes the targets the bench starts itself have: a Crewlet fleet on loopback whose logs are replicated this many times and, with --rqlited, an rqlite cluster of as many nodes (1 to 5)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every workload on every target, the order alternating")
 	fs.DurationVar(&o.perRound, "duration", 5*time.Second, "how long each workload runs per target per round")
-	fs.StringVar(&o.kinds, "workloads", "", "comma-separated kinds to run (http_floor, write, read_linearizable, read_stale); default all")
+	fs.StringVar(&o.kinds, "workloads", "", "comma-separated kinds to run ("+kindNames()+"; toy for the three toy kinds); default all")
+	fs.IntVar(&o.corpus, "corpus", peerbench.DefaultCorpus, "how many items the search workload reads, filed on both targets at set-up when search or bulk runs")
+	fs.IntVar(&o.bulk, "bulk-items", peerbench.DefaultBulk, "how many items one bulk update changes (one project of the corpus; at most the tracker's bulk maximum)")
+	fs.BoolVar(&o.floor, "floor", true, "run the bare floor (embedded brokers and a SQLite checkpoint in the bench's own process) beside the targets")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet bench [flags]\n\nRun single and concurrent writes, linearizable and stale reads against Crewlet and,\nwhen given one (--rqlite or --rqlited), rqlite over its HTTP API, interleaved.\nrqlite is never downloaded: build it from its source and pass its address or binary.\n\nFlags:\n")
@@ -62,6 +68,12 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	}
 	if o.rounds < 1 || o.perRound <= 0 {
 		return o, usageErrorf("--rounds must be at least 1 and --duration positive")
+	}
+	if o.corpus < 1 || o.bulk < 1 || o.bulk > peerbench.DefaultBulk {
+		return o, usageErrorf("--corpus must be positive and --bulk-items 1 to %d", peerbench.DefaultBulk)
+	}
+	if _, err := workloads(o.kinds); err != nil {
+		return o, err
 	}
 	if o.replicas < 1 || o.replicas > 5 {
 		return o, usageErrorf("--replicas must be 1 to 5 (a JetStream stream has at most five replicas)")
@@ -125,7 +137,12 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 			t.Close()
 		}
 	}()
-	figs, err := peerbench.Run(ctx, peerbench.Config{Targets: targets, Workloads: workloads(o.kinds), Rounds: o.rounds, PerRound: o.perRound, Progress: c.Stderr})
+	if o.floor {
+		targets = append(targets, &peerbench.Floor{Dir: filepath.Join(scratch, "floor"), Replicas: o.replicas})
+	}
+	ws, _ := workloads(o.kinds)
+	figs, err := peerbench.Run(ctx, peerbench.Config{Targets: targets, Workloads: ws, Plan: peerbench.PlanFor(ws, o.corpus, o.bulk),
+		Rounds: o.rounds, PerRound: o.perRound, Progress: c.Stderr})
 	if err != nil {
 		return err
 	}
@@ -136,19 +153,40 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 }
 
 // workloads keeps the default workloads of the kinds named (all when
-// none are).
-func workloads(kinds string) []peerbench.Workload {
+// none are); "toy" names the toy kinds. A name that is no kind is refused.
+func workloads(kinds string) ([]peerbench.Workload, error) {
 	all := peerbench.DefaultWorkloads()
 	if kinds == "" {
-		return all
+		return all, nil
+	}
+	want := map[peerbench.Kind]bool{}
+	for _, k := range strings.Split(kinds, ",") {
+		k = strings.TrimSpace(k)
+		if k == "toy" {
+			want[peerbench.ToyWrite], want[peerbench.ToyLinear], want[peerbench.ToyStale] = true, true, true
+			continue
+		}
+		if !strings.Contains(","+kindNames()+",", ","+k+",") {
+			return nil, usageErrorf("--workloads: %q is not one of %s, toy", k, kindNames())
+		}
+		want[peerbench.Kind(k)] = true
 	}
 	var out []peerbench.Workload
 	for _, w := range all {
-		for _, k := range strings.Split(kinds, ",") {
-			if peerbench.Kind(strings.TrimSpace(k)) == w.Kind {
-				out = append(out, w)
-			}
+		if want[w.Kind] {
+			out = append(out, w)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// kindNames lists the workloads' kinds, comma-separated, in table order.
+func kindNames() string {
+	var names []string
+	for _, w := range peerbench.DefaultWorkloads() {
+		if !slices.Contains(names, string(w.Kind)) {
+			names = append(names, string(w.Kind))
+		}
+	}
+	return strings.Join(names, ",")
 }

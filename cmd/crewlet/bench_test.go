@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,14 +17,16 @@ import (
 
 // TestBenchCommand runs `crewlet bench` briefly against the node it
 // starts itself (and, when CREWLET_RQLITED names an rqlited binary built
-// from rqlite's source, against rqlite beside it): every workload
-// completes operations on every target, and the table names them with the
-// ratio column when there are two targets; every figure has the CPU its
-// target's processes spent an operation; Crewlet's writes, and only
-// they, say where their time went. The figures themselves are the
-// benchmark's, never asserted.
+// from rqlite's source, against rqlite beside it) and the bare floor in
+// its own process: every workload completes operations on every target
+// that has it, and the table names them with the ratio columns; every
+// figure of a target the bench started has the CPU its processes spent an
+// operation and the memory they held; Crewlet's writes, and only they,
+// say where their time went. The figures themselves are the benchmark's,
+// never asserted.
 func TestBenchCommand(t *testing.T) {
-	args := []string{"bench", "--rounds", "1", "--duration", "300ms", "--workloads", "write,read_linearizable,read_stale"}
+	kinds := "mcp_floor,create,update,get,read_linearizable,get_mcp,search,bulk,toy_write"
+	args := []string{"bench", "--rounds", "1", "--duration", "300ms", "--workloads", kinds, "--corpus", "300", "--bulk-items", "100"}
 	if rq := os.Getenv("CREWLET_RQLITED"); rq != "" {
 		args = append(args, "--rqlited", rq)
 	}
@@ -37,45 +40,52 @@ func TestBenchCommand(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &figs); err != nil {
 		t.Fatalf("bench --json printed %q: %v", stdout.String(), err)
 	}
-	targets := 1
+	// Crewlet runs every kind (17 workloads: bulk alone, the rest also at
+	// c=64); rqlite all but the MCP ones; the floor the writes and the
+	// linearizable reads.
+	want := map[string]int{"crewlet": 17, "floor": 8}
 	if os.Getenv("CREWLET_RQLITED") != "" {
-		targets = 2
+		want["rqlite"] = 13
 	}
-	if len(figs) != 6*targets {
-		t.Fatalf("bench printed %d figures, want 6 workloads on %d targets: %+v", len(figs), targets, figs)
-	}
-	measuredCPU := map[string]bool{}
+	got := map[string]int{}
+	measured := map[string]bool{}
 	for _, f := range figs {
+		got[f.Target]++
 		if f.Ok == 0 {
 			t.Errorf("%s %s completed nothing: %d failed, first: %s", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
-		if f.CPUPerOp > 0 {
-			measuredCPU[f.Target] = true
+		if f.CPUPerOp > 0 && f.RSS > 0 {
+			measured[f.Target] = true
 		}
 		// Crewlet's writes say where their time went, read from the
 		// node's /metrics: every applied write decided, appended and
 		// settled. Nothing else says so.
-		phased := f.Target == "crewlet" && strings.HasPrefix(f.Workload, "write")
+		kind, _, _ := strings.Cut(f.Workload, " ")
+		phased := f.Target == "crewlet" && (kind == "create" || kind == "update" || kind == "bulk" || kind == "toy_write")
 		for _, p := range []string{"decide", "append", "settle"} {
 			if took, ok := f.WritePhases[p]; phased != ok || (phased && took <= 0) {
 				t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
 			}
 		}
 	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("figures by target %v, want %v", got, want)
+	}
 	// Both targets' processes are the bench's own, so the CPU they spent
-	// is read (on Linux, from /proc). In 10 ms ticks: a short workload
-	// on a loaded machine may not reach one, the whole run does.
-	for _, tg := range []string{"crewlet", "rqlite"}[:targets] {
-		if runtime.GOOS == "linux" && !measuredCPU[tg] {
-			t.Errorf("no figure of %s has the CPU its processes spent", tg)
+	// and the memory they held are read (on Linux, from /proc). CPU in
+	// 10 ms ticks: a short workload on a loaded machine may not reach
+	// one, the whole run does.
+	for tg := range want {
+		if runtime.GOOS == "linux" && tg != "floor" && !measured[tg] {
+			t.Errorf("no figure of %s has the CPU and memory its processes spent", tg)
 		}
 	}
 	var table bytes.Buffer
 	if err := peerbench.WriteTable(&table, figs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "read_linearizable c=64") || (targets == 2) != strings.Contains(table.String(), "crewlet/rqlite") ||
-		!strings.Contains(table.String(), "DECIDE") || (runtime.GOOS == "linux") != strings.Contains(table.String(), "crewlet CPU/OP") {
+	if !strings.Contains(table.String(), "read_linearizable c=64") || (len(want) == 3) != strings.Contains(table.String(), "crewlet/rqlite") ||
+		!strings.Contains(table.String(), "DECIDE") || !strings.Contains(table.String(), "P50 crewlet/floor") {
 		t.Errorf("table:\n%s", table.String())
 	}
 	if err := exec.Command(BuildBinary(t), "bench", "--rounds", "0").Run(); err == nil {
@@ -94,7 +104,7 @@ func TestBenchCommandFleet(t *testing.T) {
 		t.Skip("a three-node fleet")
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "write,read_stale", "--json")
+	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "create,toy_read_stale", "--floor=false", "--json")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("crewlet bench --replicas 3: %v\n%s", err, stderr.String())
@@ -116,7 +126,7 @@ func TestBenchCommandFleet(t *testing.T) {
 		t.Fatalf("bench printed %d figures, want 4: %+v", len(figs), figs)
 	}
 	for _, f := range figs {
-		if f.Ok == 0 || (strings.HasPrefix(f.Workload, "read_stale") && f.Failed > 0) {
+		if f.Ok == 0 || (strings.HasPrefix(f.Workload, "toy_read_stale") && f.Failed > 0) {
 			t.Errorf("%s: %d done, %d failed, first: %s", f.Workload, f.Ok, f.Failed, f.FirstErr)
 		}
 	}

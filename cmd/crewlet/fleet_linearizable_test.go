@@ -64,9 +64,28 @@ func TestChildFleetLinearizable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots three processes and kills them")
 	}
+	runChildLinearizable(t, startChildFleet(t), true)
+}
+
+// TestChildFleetLinearizableOneReplica is TestChildFleetLinearizable on
+// logs of one replica, where a linearizable read asks the log's one
+// server where it ends rather than appending a barrier
+// (statelog.EndReader): the nodes that do not hold the log ask across the
+// cluster, and the one that does is killed and paused like the others.
+func TestChildFleetLinearizableOneReplica(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("boots three processes and kills them")
+	}
+	runChildLinearizable(t, startChildFleetWith(t, "  replicas: 1\n"), false)
+}
+
+// runChildLinearizable is the body of the child fleets' linearizability
+// tests, on the fleet f; its reads proved the log's end with barriers, or
+// (barriers false) without appending one.
+func runChildLinearizable(t *testing.T, f *childFleet, barriers bool) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
-	f := startChildFleet(t)
 	origin := time.Now()
 	now := func() int64 { return int64(time.Since(origin)) }
 	conns := &childConns{conns: make([]*client.Client, 3)}
@@ -106,6 +125,15 @@ func TestChildFleetLinearizable(t *testing.T) {
 	end := now()
 
 	msgs := readChildLog(t, f.clientURLs[0])
+	appended := 0
+	for _, m := range msgs {
+		if m.Subject == statelog.BarrierSubject(engine.DomainTracker) {
+			appended++
+		}
+	}
+	if (appended > 0) != barriers {
+		t.Errorf("the reads appended %d barriers to the log", appended)
+	}
 	v := fleettest.Check(&hist, fleettest.Landed(msgs), end, 2*time.Minute)
 	t.Logf("seed %d: faults %s; %s", seed, faults, v)
 	for text, n := range v.ErrTexts {

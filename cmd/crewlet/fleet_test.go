@@ -163,8 +163,13 @@ func tryChildFleet(t *testing.T, stream string) (*childFleet, error) {
 		cfg := filepath.Join(root, fmt.Sprintf("n%d.yaml", i+1))
 		client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 		f.clientURLs = append(f.clientURLs, "nats://"+client)
-		body := fmt.Sprintf("node: {name: n%d}\nstream:\n  replicas: 3\n  cluster:\n    name: %s\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n%s",
-			i+1, name, listens[i], strings.Join(routes, ", "), client, childFleetToken, stream)
+		// The logs have three replicas unless the lines added say.
+		replicas := "  replicas: 3\n"
+		if strings.Contains(stream, "replicas:") {
+			replicas = ""
+		}
+		body := fmt.Sprintf("node: {name: n%d}\nstream:\n%s  cluster:\n    name: %s\n    listen: %s\n    routes: [%s]\n  client: {listen: %s, token: %s}\n%s",
+			i+1, replicas, name, listens[i], strings.Join(routes, ", "), client, childFleetToken, stream)
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -130,8 +130,9 @@ func TestServeMetrics(t *testing.T) {
 	moved("crewlet_refusals", map[string]string{"code": "not_found", "surface": "rest"}, 1)
 	moved("crewlet_refusals", map[string]string{"code": "invalid_argument", "surface": "operator_routes"}, 1)
 	moved("crewlet_tool_calls", map[string]string{"tool": "list_projects", "surface": "seat"}, 1)
-	moved("crewlet_statelog_barrier_appends", tracker, 1)
-	moved("crewlet_statelog_barrier_reads", tracker, 1)
+	// At one replica a linearizable read asks the log where it ends
+	// rather than appending a barrier (statelog.EndReader).
+	moved("crewlet_statelog_end_reads", tracker, 1)
 	for _, phase := range []string{"decide", "append", "settle"} {
 		moved("crewlet_statelog_write_phase_seconds", map[string]string{"domain": "tracker", "phase": phase}, 2)
 	}

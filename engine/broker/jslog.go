@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,6 +39,8 @@ type Log struct {
 	// comb groups concurrent appends into atomic batches; nil when the
 	// stream does not allow atomic publish (see combine.go).
 	comb *combiner
+	// barrierReads: LastSeq never answers (SetBarrierReads).
+	barrierReads atomic.Bool
 	// ownReader: this node's reader of a replicated stream is one replica
 	// on its own broker server (SetOwnReader, place.go).
 	ownReader bool
@@ -83,6 +86,10 @@ func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, no
 
 // SetSingleAppends makes every append go out alone, never combined.
 func (l *Log) SetSingleAppends() { l.comb = nil }
+
+// SetBarrierReads makes LastSeq say it does not know the end (on), so
+// every linearizable read appends a barrier, as on a replicated log.
+func (l *Log) SetBarrierReads(on bool) { l.barrierReads.Store(on) }
 
 // BatchCounts are what became of the atomic batches a log's appends were
 // combined into: taken, refused whole (each member then sent alone), or
@@ -234,6 +241,32 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	}
 	return statelog.LogInfo{FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Bytes: info.State.Bytes,
 		MaxBytes: info.Config.MaxBytes, Created: info.Created, Leaderless: leaderless, Leader: leader}, nil
+}
+
+var _ statelog.EndReader = (*Log)(nil)
+
+// LastSeq is the stream's last sequence, where the stream has one
+// replica: its one server stores every append before acknowledging it
+// (under sync always, after its fsync), so an append acknowledged before
+// this question is at or below the answer. A replicated stream's answer
+// comes from a leader that may already be deposed, so it is not known
+// there (ok false: append a barrier). The replicas are read from the
+// answer itself, not from when the log was opened: an operator may have
+// scaled the stream since.
+func (l *Log) LastSeq(ctx context.Context) (uint64, bool, error) {
+	if l.barrierReads.Load() {
+		return 0, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, RequestWait)
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, false, classify(err)
+	}
+	if info.Config.Replicas > 1 {
+		return 0, false, nil
+	}
+	return info.State.LastSeq, true, nil
 }
 
 // PurgeThrough removes every record at or below seq (the broker's purge

@@ -34,6 +34,7 @@ type Registry struct {
 	writeOutcomes   *prometheus.CounterVec
 	barrierAppends  *prometheus.CounterVec
 	barrierReads    *prometheus.HistogramVec
+	endReads        *prometheus.CounterVec
 	writePhases     *prometheus.HistogramVec
 	txSeconds       *prometheus.HistogramVec
 	batchSeconds    *prometheus.HistogramVec
@@ -74,6 +75,7 @@ func New() *Registry {
 	r.publishRefusals = counter("statelog_publish_refusals", "Writes the write path refused, by reason: a gate's name where what was appended applies nowhere (crewlet.statelog.publish.refusals), else the refusal code.", "domain", "reason")
 	r.writeOutcomes = counter("statelog_write_outcomes", "Writes answered, by outcome: applied, pending, unknown.", "domain", "outcome")
 	r.barrierAppends = counter("statelog_barrier_appends", "Barrier records appended for linearizable reads.", "domain")
+	r.endReads = counter("statelog_end_reads", "Questions to a one-replica log for its end, asked for linearizable reads instead of a barrier (each may answer several reads).", "domain")
 	r.barrierReads = histogram("statelog_barrier_reads", "Linearizable reads answered by one barrier append (coalescing).", []float64{1, 2, 4, 8, 16, 32, 64, 128}, "domain")
 	r.writePhases = histogram(writePhaseName, "Where a write's time goes, by phase of each round: decide, append (until the broker answers), settle (until this node has applied what the answer names).", phaseBuckets, "domain", "phase")
 	r.txSeconds = histogram("statelog_apply_tx_seconds", "Duration of one committed apply transaction.", applyBuckets, "domain")
@@ -134,6 +136,7 @@ func (r *Registry) Domain(d string) *Domain {
 	r.txAborts.WithLabelValues(d)
 	r.applyRetries.WithLabelValues(d)
 	r.barrierAppends.WithLabelValues(d)
+	r.endReads.WithLabelValues(d)
 	for _, o := range []string{"applied", "pending", "unknown"} {
 		r.writeOutcomes.WithLabelValues(d, o)
 	}
@@ -212,5 +215,13 @@ func (d *Domain) BarrierAppended(reads int) {
 	if d != nil {
 		d.r.barrierAppends.WithLabelValues(d.domain).Inc()
 		d.r.barrierReads.WithLabelValues(d.domain).Observe(float64(reads))
+	}
+}
+
+// EndRead counts one question to a one-replica log for its end, asked
+// instead of a barrier append.
+func (d *Domain) EndRead() {
+	if d != nil {
+		d.r.endReads.WithLabelValues(d.domain).Inc()
 	}
 }

@@ -25,7 +25,7 @@ import (
 func TestBarriersPassedWithoutATransaction(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	n := enginetest.OpenNode(t, node.Config{DataDir: dir})
+	n := enginetest.OpenNode(t, node.Config{DataDir: dir, BarrierReads: true})
 	svc := n.Tracker()
 	if _, err := svc.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
 		t.Fatal(err)

@@ -63,6 +63,11 @@ type Config struct {
 	// atomic batch (see broker's combine.go): for benchmarks comparing
 	// the two in one run.
 	SingleAppends bool
+	// BarrierReads makes a linearizable read append a barrier even on a
+	// log of one replica, where by default it asks the log's one server
+	// where the log ends (statelog.EndReader): for the tests of barriers
+	// and benchmarks comparing the two in one run.
+	BarrierReads bool
 	// GroupReaders keeps each reader of a replicated stream a group on
 	// the stream's replicas, as on an external broker, rather than one
 	// replica on the node's own embedded broker server (broker's

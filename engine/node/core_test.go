@@ -218,7 +218,7 @@ func TestConcurrentIfMatch(t *testing.T) {
 // just before by another client, and 50 concurrent reads share barriers.
 func TestLinearizableReadsCoalesce(t *testing.T) {
 	ctx := context.Background()
-	n := enginetest.OpenNode(t, node.Config{})
+	n := enginetest.OpenNode(t, node.Config{BarrierReads: true})
 	svc := n.Tracker()
 	mustProject(t, svc, "ENG")
 	done := make(chan error)

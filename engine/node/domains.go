@@ -55,6 +55,9 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 		if cfg.SingleAppends {
 			l.SetSingleAppends()
 		}
+		if cfg.BarrierReads {
+			l.SetBarrierReads(true)
+		}
 		if n.broker.Server != nil {
 			l.SetVolume(cfg.Stream.StoreDir)
 			if !cfg.GroupReaders {

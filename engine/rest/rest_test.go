@@ -191,7 +191,8 @@ func grammarDefaults(t *testing.T, r *rig, one tracker.ItemWrite) {
 
 // grammarLevels: each level is served as asked, and says so, with its lag
 // (consistent_prefix claims no age, yet reports how far behind its prefix
-// is); a linearizable read appends a barrier.
+// is); a linearizable read establishes the log's end: at one replica by
+// asking the log's one server (statelog.EndReader), appending nothing.
 func grammarLevels(t *testing.T, r *rig) {
 	for _, l := range []engine.ReadLevel{engine.Linearizable, engine.Stale, engine.ConsistentPrefix} {
 		a := r.get("/api/v1/work-items", q("project", "ENG"), q("read_level", string(l))).served(t, l)
@@ -199,10 +200,10 @@ func grammarLevels(t *testing.T, r *rig) {
 			t.Fatalf("%s: no lag on the answer: %s", l, a.raw)
 		}
 	}
-	before := r.n.Replica(engine.DomainTracker).Stats().BarrierAppends
+	before := r.n.Replica(engine.DomainTracker).Stats()
 	r.get("/api/v1/projects", q("read_level", "linearizable")).served(t, engine.Linearizable)
-	if r.n.Replica(engine.DomainTracker).Stats().BarrierAppends == before {
-		t.Fatal("a linearizable read appended no barrier")
+	if now := r.n.Replica(engine.DomainTracker).Stats(); now.EndReads == before.EndReads || now.BarrierAppends != before.BarrierAppends {
+		t.Fatalf("a linearizable read at one replica: %d end reads, %d barrier appends", now.EndReads-before.EndReads, now.BarrierAppends-before.BarrierAppends)
 	}
 }
 
@@ -324,12 +325,14 @@ func TestReplicationAnswer(t *testing.T) {
 
 // TestLogFull: a byte ceiling small enough to fill. Ordinary writes are
 // refused log_full a sixteenth short of the broker's ceiling, before
-// anything is published; linearizable reads refuse log_full (no barrier
-// can be written) and stale still answers. The sixteenth is left for gate
-// records: the broker still takes one.
+// anything is published; linearizable reads that append a barrier (as on
+// a replicated log) refuse log_full (no barrier can be written), those
+// that ask a one-replica log where it ends are answered, appending
+// nothing; stale still answers. The sixteenth is left for gate records:
+// the broker still takes one.
 func TestLogFull(t *testing.T) {
 	const ceiling = 16 << 10
-	r := newRig(t, node.Config{Stream: node.StreamConfig{LogMaxBytes: map[string]int64{tracker.Spec.CeilingKey: ceiling}}})
+	r := newRig(t, node.Config{BarrierReads: true, Stream: node.StreamConfig{LogMaxBytes: map[string]int64{tracker.Spec.CeilingKey: ceiling}}})
 	seed(t, r.n)
 	ctx := context.Background()
 	var refused error
@@ -377,6 +380,11 @@ func TestLogFull(t *testing.T) {
 	}
 	r.get("/api/v1/work-items/ENG-1").served(t, engine.Stale)
 	r.get("/api/v1/work-items", q("read_level", "consistent_prefix")).served(t, engine.ConsistentPrefix)
+	r.n.Log(engine.DomainTracker).SetBarrierReads(false)
+	r.get("/api/v1/work-items/ENG-1", q("read_level", "linearizable")).served(t, engine.Linearizable)
+	if now, _ := r.n.Log(engine.DomainTracker).Info(ctx); now.LastSeq != info.LastSeq {
+		t.Fatal("a read that asks the log's end appended to it")
+	}
 	// The reserve is real: an eviction, a gate record, is still written to
 	// the full log and applied.
 	ev, err := r.n.NodeGates().EvictNode(ctx, engine.WriteOptions{}, "n2")

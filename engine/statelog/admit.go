@@ -50,6 +50,10 @@ type AdmitRequest struct {
 	// none appended yet); BarrierErr why the append failed.
 	BarrierSeq uint64
 	BarrierErr error
+	// AtEnd says BarrierSeq is no barrier but the log's last sequence, as
+	// the one server holding a one-replica log said it (EndReader): the
+	// rows must reach it itself, not the record before it.
+	AtEnd bool
 	// WaitExpired says the read budget was spent waiting for WaitFor.
 	WaitExpired bool
 }
@@ -107,11 +111,14 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 		if req.BarrierErr != nil {
 			return refuse(barrierRefusal(st.Stream, req.BarrierErr))
 		}
-		if req.BarrierSeq == 0 {
+		if req.BarrierSeq == 0 && !req.AtEnd {
 			return Admission{AppendBarrier: true}
 		}
 		if req.BarrierSeq >= target {
 			target, what, through = req.BarrierSeq, "the barrier this read appended", req.BarrierSeq
+			if req.AtEnd {
+				what = "the log's end when this read began"
+			}
 		}
 	}
 	// The applied position the rows must reach. A barrier changes no row,
@@ -119,7 +126,7 @@ func Admit(req AdmitRequest, st NodeState) Admission {
 	// the read waits for that record, not for the barrier's own delivery
 	// to this applier, and is answered as of the barrier (Through).
 	need := target
-	if through != 0 {
+	if through != 0 && !req.AtEnd {
 		need = through - 1
 	}
 	if st.Applied < need {

@@ -17,8 +17,9 @@ type barrierGroup struct {
 	mu      sync.Mutex
 	running bool
 	next    *barrierCall
-	// appends counts barrier appends made, for tests and benchmarks.
-	appends atomic.Uint64
+	// appends counts barrier appends made, ends the log's ends read
+	// instead (EndReader), for tests and benchmarks.
+	appends, ends atomic.Uint64
 	// off disables coalescing: every read appends its own barrier.
 	off atomic.Bool
 }
@@ -28,20 +29,42 @@ type barrierCall struct {
 	reads int
 	done  chan struct{}
 	seq   uint64
+	atEnd bool // seq is the log's last sequence, not a barrier's
 	err   error
+}
+
+// EndReader is a Log that can say where it ends without an append: a
+// log of one replica, held by one server, whose last sequence is the
+// log's end — every append acknowledged before the question is at or
+// below it, and none can be accepted elsewhere. A linearizable read there
+// asks it rather than appending a barrier: no append, no fsync, no record
+// for every node's applier (DESIGN.md accepts any mechanism that gives the
+// seeds' guarantee; the child fleet's linearizability test at one replica
+// proves this one under kills and pauses).
+type EndReader interface {
+	// LastSeq is the log's last sequence as the one server holding it
+	// says, with ok; ok is false where the log has more than one replica
+	// (no one server's word is its end: append a barrier).
+	LastSeq(ctx context.Context) (seq uint64, ok bool, err error)
 }
 
 // Barrier appends (or joins) a barrier record on the domain's barrier
 // subject and returns its sequence: a position at the log's end as of some
-// instant after this call began.
+// instant after this call began. On a log that says where it ends
+// (EndReader) it appends nothing and returns that end, which a caller
+// waiting for the applier to pass it treats the same.
 func (r *Replica) Barrier(ctx context.Context) (uint64, error) {
+	seq, _, err := r.establishLogEnd(ctx)
+	return seq, err
+}
+
+// establishLogEnd establishes a position at the log's end as of some instant after
+// this call began, coalesced with the reads already waiting: the log's
+// last sequence where the log says it (atEnd), else a barrier's.
+func (r *Replica) establishLogEnd(ctx context.Context) (seq uint64, atEnd bool, err error) {
 	g := &r.barriers
 	if g.off.Load() {
-		seq, err := r.appendBarrier(ctx)
-		if err == nil {
-			r.cfg.Metrics.BarrierAppended(1)
-		}
-		return seq, err
+		return r.establishEnd(ctx, 1)
 	}
 	g.mu.Lock()
 	if g.next == nil {
@@ -57,23 +80,42 @@ func (r *Replica) Barrier(ctx context.Context) (uint64, error) {
 		g.running = true
 		g.next = nil
 		g.mu.Unlock()
-		c.seq, c.err = r.appendBarrier(ctx)
-		if c.err == nil {
-			r.cfg.Metrics.BarrierAppended(1)
-		}
+		c.seq, c.atEnd, c.err = r.establishEnd(ctx, 1)
 		close(c.done)
 		if n := g.handOn(); n != nil {
 			go r.runBarriers(n)
 		}
-		return c.seq, c.err
+		return c.seq, c.atEnd, c.err
 	}
 	g.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.seq, c.err
+		return c.seq, c.atEnd, c.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, false, ctx.Err()
 	}
+}
+
+// establishEnd asks the log where it ends where it can say, else appends
+// a barrier, counted as answering reads.
+func (r *Replica) establishEnd(ctx context.Context, reads int) (uint64, bool, error) {
+	if er, ok := r.cfg.Log.(EndReader); ok && r.cfg.Publishing {
+		seq, known, err := er.LastSeq(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		if known {
+			r.barriers.ends.Add(1)
+			r.cfg.Metrics.EndRead()
+			r.noteLogEnd(seq)
+			return seq, true, nil
+		}
+	}
+	seq, err := r.appendBarrier(ctx)
+	if err == nil {
+		r.cfg.Metrics.BarrierAppended(reads)
+	}
+	return seq, false, err
 }
 
 // runBarriers appends barriers one after another while reads keep joining.
@@ -81,14 +123,11 @@ func (r *Replica) runBarriers(c *barrierCall) {
 	g := &r.barriers
 	for c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.PublishTimeout)
-		c.seq, c.err = r.appendBarrier(ctx)
-		cancel()
 		g.mu.Lock()
-		reads := c.reads
+		reads := c.reads // no read joins a call once it is taken
 		g.mu.Unlock()
-		if c.err == nil {
-			r.cfg.Metrics.BarrierAppended(reads)
-		}
+		c.seq, c.atEnd, c.err = r.establishEnd(ctx, reads)
+		cancel()
 		close(c.done)
 		c = g.handOn()
 	}

@@ -116,15 +116,15 @@ func (r *Replica) admit(ctx context.Context, opts engine.ReadOptions) (Admission
 			return a, a.Refusal
 		case a.AppendBarrier:
 			bctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-			seq, err := r.Barrier(bctx)
+			seq, atEnd, err := r.establishLogEnd(bctx)
 			cancel()
 			if err != nil && ctx.Err() != nil {
 				return a, ctx.Err()
 			}
-			if err == nil && seq == 0 {
+			if err == nil && seq == 0 && !atEnd {
 				err = errors.New("statelog: the barrier was acknowledged at no sequence")
 			}
-			req.BarrierSeq, req.BarrierErr = seq, err
+			req.BarrierSeq, req.BarrierErr, req.AtEnd = seq, err, atEnd
 		case a.WaitFor > 0:
 			wctx, cancel := context.WithTimeout(ctx, r.cfg.ReadBudget)
 			err := r.WaitApplied(wctx, a.WaitFor)

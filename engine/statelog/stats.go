@@ -19,6 +19,9 @@ type Stats struct {
 	GatheredBatches uint64
 	// BarrierAppends counts the barrier records this replica appended.
 	BarrierAppends uint64
+	// EndReads counts the linearizable reads' questions to a one-replica
+	// log for its end, asked instead of a barrier (EndReader).
+	EndReads uint64
 	// AnswersFromApply counts the writes answered with what the applier
 	// read for them (Answerer) instead of a read of their own.
 	AnswersFromApply uint64
@@ -32,7 +35,7 @@ func (r *Replica) Stats() Stats {
 	apply := r.stats.s
 	r.stats.mu.Unlock()
 	return Stats{Apply: apply, Batches: r.batches.Load(), Deliveries: r.delivered.Load(),
-		GatheredBatches: r.gatherer.waits.Load(), BarrierAppends: r.barriers.appends.Load(),
+		GatheredBatches: r.gatherer.waits.Load(), BarrierAppends: r.barriers.appends.Load(), EndReads: r.barriers.ends.Load(),
 		AnswersFromApply: r.answers.taken.Load(), Retained: r.retained.Load()}
 }
 

@@ -16,12 +16,18 @@ type costs struct {
 	// cpuLost is set once a CPU reading failed: the sum then covers only
 	// some measurements and is not reported.
 	cpuLost bool
+	// rss is the most the target's processes held at a round's end.
+	rss int64
 }
+
+// writes says whether a kind's operations are writes (their phases are
+// read around them).
+func (k Kind) writes() bool { return k == Create || k == Update || k == Bulk || k == ToyWrite }
 
 // measureCosts measures w on t and adds what the measurement cost to c.
 func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c *costs) measurement {
 	ph, phased := t.(Phaser)
-	phased = phased && w.Kind == Write
+	phased = phased && w.Kind.writes()
 	meter, metered := t.(CPUMeter)
 	var before metrics.PhaseTotals
 	var berr error
@@ -41,6 +47,11 @@ func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c 
 		}
 	}
 	c.cpuLost = c.cpuLost || cerr != nil
+	if mem, ok := t.(Memory); ok {
+		if rss, err := mem.ServerRSS(); err == nil {
+			c.rss = max(c.rss, rss)
+		}
+	}
 	if phased {
 		if after, err := ph.WritePhases(ctx); berr == nil && err == nil {
 			c.phases.Add(after.Since(before))

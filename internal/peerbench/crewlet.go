@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,14 @@ type Crewlet struct {
 	http    *http.Client
 	mu      sync.Mutex
 	clients map[int]*client.Client // one MCP session per worker
+
+	plan Plan
+	// versions is what each update worker's item is at, as its last
+	// write answered.
+	versions [Workers]uint64
+	// bulkMu and flips: which way the next bulk update goes.
+	bulkMu sync.Mutex
+	flips  int
 }
 
 // Name is "crewlet".
@@ -41,36 +50,6 @@ func (c *Crewlet) project() string {
 		return "BENCH"
 	}
 	return c.Project
-}
-
-// Setup creates the project and its first item, the row the reads read.
-func (c *Crewlet) Setup(ctx context.Context) error {
-	c.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	c.clients = map[int]*client.Client{}
-	cl, err := c.client(ctx, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := call(ctx, cl, "create_project", map[string]any{"key": c.project(), "name": "Benchmark"}); err != nil && !strings.Contains(err.Error(), "already_exists") {
-		return err
-	}
-	row := "/api/v1/work-items/" + c.project() + "-1?read_level=linearizable"
-	_, err = c.get(ctx, 0, row)
-	var se *statusError
-	if errors.As(err, &se) && se.code == http.StatusNotFound { // else a run before this one filed it
-		if _, err = call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": "the row the reads read"}); err != nil {
-			return err
-		}
-	}
-	// A linearizable read on every node waits for the item's apply there,
-	// so the stale reads that follow find it whichever node they ask
-	// (worker i asks node i modulo the fleet's size).
-	for i := range c.BaseURLs {
-		if err := untilSettled(ctx, func() error { _, err := c.get(ctx, i, row); return err }); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // client is worker's MCP session, started on first use against the
@@ -105,31 +84,154 @@ func (c *Crewlet) client(ctx context.Context, worker int) (*client.Client, error
 	return cl, nil
 }
 
+// Supports: every kind.
+func (c *Crewlet) Supports(Kind) bool { return true }
+
 // Do runs one operation: a write must answer applied; a read must answer
 // 200 at the level it asked.
 func (c *Crewlet) Do(ctx context.Context, w Workload, worker, i int) error {
 	switch w.Kind {
-	case Floor:
+	case HTTPFloor:
 		_, err := c.get(ctx, worker, "/healthz")
 		return err
-	case Write:
-		cl, err := c.client(ctx, worker)
-		if err != nil {
-			return err
-		}
-		ans, err := call(ctx, cl, "create_work_item", map[string]any{"project": c.project(), "title": fmt.Sprintf("w%d-%d", worker, i)})
-		if err != nil {
-			return err
-		}
-		if ans["outcome"] != "applied" {
-			return fmt.Errorf("outcome %v", ans["outcome"])
-		}
-		return nil
-	case Linearizable, Stale:
-		_, err := c.get(ctx, worker, "/api/v1/work-items/"+c.project()+"-1?read_level="+map[Kind]string{Linearizable: "linearizable", Stale: "stale"}[w.Kind])
+	case MCPFloor:
+		return c.mcpFloor(ctx, worker)
+	case Create:
+		title, desc := corpusText(worker*1_000_003 + i)
+		_, err := c.write(ctx, worker, "create_work_item", map[string]any{"project": "CR", "title": title, "description": desc, "assignee": assignee(i)})
+		return err
+	case Update:
+		return c.update(ctx, worker, i)
+	case Get, Linearizable:
+		return c.getItem(ctx, worker, map[Kind]string{Get: "stale", Linearizable: "linearizable"}[w.Kind])
+	case GetMCP:
+		return c.getItemMCP(ctx, worker)
+	case Search:
+		_, err := c.get(ctx, worker, "/api/v1/search/work-items?limit=10&q="+url.QueryEscape(searchTerms(worker*1_000_003+i)))
+		return err
+	case Bulk:
+		return c.bulk(ctx, worker)
+	case ToyWrite:
+		_, err := c.write(ctx, worker, "create_work_item", map[string]any{"project": c.project(), "title": fmt.Sprintf("w%d-%d", worker, i)})
+		return err
+	case ToyLinear, ToyStale:
+		_, err := c.get(ctx, worker, "/api/v1/work-items/"+c.project()+"-1?read_level="+map[Kind]string{ToyLinear: "linearizable", ToyStale: "stale"}[w.Kind])
 		return err
 	}
 	return fmt.Errorf("crewlet has no workload %s", w.Kind)
+}
+
+// noSuchTool is the tool the MCP floor calls: none is named so.
+const noSuchTool = "bench_mcp_floor"
+
+// mcpFloor is the bare MCP round trip on the worker's session: a
+// tools/call of a tool that is not there, answered by mcp-go's dispatch
+// with a JSON-RPC error before any handler runs. (A ping would do on an
+// older protocol; on 2026-07-28, which the Go client negotiates, ping is
+// a no-op that sends nothing.)
+func (c *Crewlet) mcpFloor(ctx context.Context, worker int) error {
+	cl, err := c.client(ctx, worker)
+	if err != nil {
+		return err
+	}
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = noSuchTool
+	_, err = cl.CallTool(ctx, req)
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		return fmt.Errorf("a call of a tool that is not there answered %v, not its JSON-RPC error", err)
+	}
+	return nil
+}
+
+// write calls a writing tool on the worker's session; it must answer
+// applied.
+func (c *Crewlet) write(ctx context.Context, worker int, tool string, args map[string]any) (map[string]any, error) {
+	cl, err := c.client(ctx, worker)
+	if err != nil {
+		return nil, err
+	}
+	ans, err := call(ctx, cl, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	if ans["outcome"] != "applied" {
+		return nil, fmt.Errorf("%s: outcome %v", tool, ans["outcome"])
+	}
+	return ans, nil
+}
+
+// update retitles the worker's own item under if_match: the version its
+// last write answered, which no other worker changes.
+func (c *Crewlet) update(ctx context.Context, worker, i int) error {
+	w := worker % Workers
+	title, _ := corpusText(worker*1_000_003 + i)
+	ans, err := c.write(ctx, worker, "update_work_item", map[string]any{"key": fmt.Sprintf("UP-%d", w+1), "if_match": c.versions[w], "title": title})
+	if err != nil {
+		return err
+	}
+	v, err := itemVersion(ans)
+	c.versions[w] = v
+	return err
+}
+
+// itemVersion is the version of the item an answer carries.
+func itemVersion(ans map[string]any) (uint64, error) {
+	it, _ := ans["item"].(map[string]any)
+	v, ok := it["version"].(float64)
+	if !ok || v < 1 {
+		return 0, fmt.Errorf("the answer carries no item version: %.200v", ans)
+	}
+	return uint64(v), nil
+}
+
+// getItem reads the worker's item over the REST path at level; the
+// answer must carry its tags and watchers.
+func (c *Crewlet) getItem(ctx context.Context, worker int, level string) error {
+	key := fmt.Sprintf("GT-%d", worker%Workers+1)
+	body, err := c.get(ctx, worker, "/api/v1/work-items/"+key+"?read_level="+level)
+	if err != nil {
+		return err
+	}
+	return dressed(key, string(body))
+}
+
+// getItemMCP reads the worker's item with get_work_item, at the tools'
+// level (linearizable).
+func (c *Crewlet) getItemMCP(ctx context.Context, worker int) error {
+	cl, err := c.client(ctx, worker)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("GT-%d", worker%Workers+1)
+	ans, err := call(ctx, cl, "get_work_item", map[string]any{"key": key})
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(ans)
+	return dressed(key, string(b))
+}
+
+// dressed checks that an answer about key carries its tags and watchers.
+func dressed(key, body string) error {
+	for _, want := range []string{`"perf"`, `"bob"`, `"high"`} {
+		if !strings.Contains(body, want) {
+			return fmt.Errorf("get %s: the answer lacks %s: %.300s", key, want, body)
+		}
+	}
+	return nil
+}
+
+// bulk sets every item of the bulk project to the other status, with one
+// bulk_update_work_items call.
+func (c *Crewlet) bulk(ctx context.Context, worker int) error {
+	c.bulkMu.Lock()
+	defer c.bulkMu.Unlock()
+	from, to := bulkStatuses(c.flips)
+	if _, err := c.write(ctx, worker, "bulk_update_work_items", map[string]any{"project": corpusProject(0), "status": from, "set": map[string]any{"status": to}}); err != nil {
+		return err
+	}
+	c.flips++
+	return nil
 }
 
 func (c *Crewlet) get(ctx context.Context, worker int, path string) ([]byte, error) {

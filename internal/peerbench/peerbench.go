@@ -21,7 +21,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/crewlet/crewlet/engine/metrics"
@@ -31,9 +30,13 @@ import (
 type Target interface {
 	// Name labels the target's columns ("crewlet", "rqlite").
 	Name() string
-	// Setup creates what the workloads need (a project and one item; a
-	// table and one row). It is called once, before the first round.
-	Setup(ctx context.Context) error
+	// Setup creates what the workloads of the plan need (projects, items,
+	// the search corpus; tables and rows). It is called once, before the
+	// first round.
+	Setup(ctx context.Context, p Plan) error
+	// Supports says whether the target has an operation of this kind: a
+	// kind it has not is left out of its rows, never counted as failed.
+	Supports(k Kind) bool
 	// Do runs one operation of the workload; worker and i make writes
 	// distinct. An operation that ended without its promise (a write not
 	// applied, a read refused) returns an error and is counted as failed.
@@ -50,30 +53,90 @@ type Workload struct {
 // Kind is what a workload's operation does.
 type Kind string
 
-// The kinds: the transport floor (a health check, the bare HTTP round
-// trip), a durable write answered applied, a linearizable read of one row
-// and a stale read of it.
+// The kinds. The same-job ones do on each target what a work tracker
+// does (samejob.go says how on rqlite): create an item, update it under
+// if_match, read it with its tags, watchers and fields (stale, and
+// linearizable), search the corpus, change every item of a project at
+// once. The floors are the bare round trips: HTTP (a health check) and,
+// on Crewlet, MCP (a ping on the same session the tools use). The toy
+// kinds are the first bench's rows, kept for comparison with earlier
+// runs: a write of one two-column row and reads of it — unlike work.
 const (
-	Floor        Kind = "http_floor"
-	Write        Kind = "write"
+	HTTPFloor    Kind = "http_floor"
+	MCPFloor     Kind = "mcp_floor"
+	Create       Kind = "create"
+	Update       Kind = "update"
+	Get          Kind = "get"
 	Linearizable Kind = "read_linearizable"
-	Stale        Kind = "read_stale"
+	GetMCP       Kind = "get_mcp"
+	Search       Kind = "search"
+	Bulk         Kind = "bulk"
+	ToyWrite     Kind = "toy_write"
+	ToyLinear    Kind = "toy_read_linearizable"
+	ToyStale     Kind = "toy_read_stale"
 )
 
 func (w Workload) String() string { return fmt.Sprintf("%s c=%d", w.Kind, w.Concurrency) }
 
-// DefaultWorkloads are the issue's rows: single and c=64 writes,
-// linearizable reads alone and at c=64, stale reads, and the floor.
+// DefaultWorkloads are the issue's rows: the floors, each same-job kind
+// alone and at c=64 (bulk alone: it is the largest transaction either
+// target takes), then the toy rows.
 func DefaultWorkloads() []Workload {
-	return []Workload{
-		{Floor, 1}, {Write, 1}, {Write, 64}, {Linearizable, 1}, {Linearizable, 64}, {Stale, 1}, {Stale, 64},
+	var out []Workload
+	for _, k := range []Kind{HTTPFloor, MCPFloor, Create, Update, Get, Linearizable, GetMCP, Search} {
+		out = append(out, Workload{k, 1}, Workload{k, 64})
 	}
+	out = append(out, Workload{Bulk, 1})
+	for _, k := range []Kind{ToyWrite, ToyLinear, ToyStale} {
+		out = append(out, Workload{k, 1}, Workload{k, 64})
+	}
+	return out
 }
+
+// Plan is what the targets set up for a run.
+type Plan struct {
+	// Corpus is how many items the search reads; BulkItems how many of
+	// them one bulk update changes (one project of the corpus).
+	Corpus, BulkItems int
+	// Kinds are the kinds the run measures: what is not measured is not
+	// set up.
+	Kinds map[Kind]bool
+}
+
+// DefaultCorpus and DefaultBulk are the issue's sizes: FTS5 over 100 000
+// items, and the maximal bulk update (tracker.MaxBulkItems).
+const (
+	DefaultCorpus = 100000
+	DefaultBulk   = 20000
+)
+
+// Workers is how many distinct items the update and get workloads use:
+// one per worker at the highest concurrency, so that no two workers
+// update the same item and an if_match never meets another's write.
+const Workers = 64
+
+// PlanFor is the plan of a run of ws.
+func PlanFor(ws []Workload, corpus, bulk int) Plan {
+	p := Plan{Corpus: corpus, BulkItems: min(bulk, corpus), Kinds: map[Kind]bool{}}
+	for _, w := range ws {
+		p.Kinds[w.Kind] = true
+	}
+	return p
+}
+
+// corpusProjects is how many projects the corpus is filed in: BulkItems
+// each, the last one holding the rest.
+func (p Plan) corpusProjects() int { return (p.Corpus + p.BulkItems - 1) / p.BulkItems }
+
+// corpusProject is the key of the corpus's project j (the bulk
+// workload's is the first).
+func corpusProject(j int) string { return fmt.Sprintf("C%d", j) }
 
 // Config is one run.
 type Config struct {
 	Targets   []Target
 	Workloads []Workload
+	Plan      Plan
 	Rounds    int
 	PerRound  time.Duration // how long each workload runs per target per round
 	// Progress, when set, gets one line per finished measurement.
@@ -96,23 +159,28 @@ type Figure struct {
 	// CPUPerOp is the CPU time the target's server processes used per
 	// operation completed, where the bench started them (CPUMeter).
 	CPUPerOp time.Duration `json:"cpu_per_op_ns,omitempty"`
+	// RSS is the most resident memory the target's server processes held
+	// together at the end of a round of this workload (Memory).
+	RSS int64 `json:"rss_bytes,omitempty"`
+}
+
+// acc gathers one target's rounds of one workload.
+type acc struct {
+	rates    []float64
+	lats     []time.Duration
+	ok, fail int
+	firstErr string
+	target   string
+	workload string
+	costs    costs
 }
 
 // Run sets every target up, then runs the rounds.
 func Run(ctx context.Context, c Config) ([]Figure, error) {
 	for _, t := range c.Targets {
-		if err := t.Setup(ctx); err != nil {
+		if err := t.Setup(ctx, c.Plan); err != nil {
 			return nil, fmt.Errorf("%s: set-up: %w", t.Name(), err)
 		}
-	}
-	type acc struct {
-		rates    []float64
-		lats     []time.Duration
-		ok, fail int
-		firstErr string
-		target   string
-		workload string
-		costs    costs
 	}
 	accs := map[string]*acc{}
 	var order []string
@@ -121,6 +189,9 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 			for k := range c.Targets {
 				// Alternate which target goes first, round by round.
 				t := c.Targets[(k+r)%len(c.Targets)]
+				if !t.Supports(w.Kind) {
+					continue
+				}
 				key := t.Name() + "|" + w.String()
 				a := accs[key]
 				if a == nil {
@@ -129,13 +200,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 					order = append(order, key)
 				}
 				m := measureCosts(ctx, t, w, c.PerRound, &a.costs)
-				a.rates = append(a.rates, float64(len(m.lats))/m.elapsed.Seconds())
-				a.lats = append(a.lats, m.lats...)
-				a.ok += len(m.lats)
-				a.fail += m.failed
-				if a.firstErr == "" {
-					a.firstErr = m.firstErr
-				}
+				a.add(m)
 				if c.Progress != nil {
 					fmt.Fprintf(c.Progress, "round %d/%d %s %s: %.0f ops/s, %d failed\n", r+1, c.Rounds, t.Name(), w, a.rates[len(a.rates)-1], m.failed)
 				}
@@ -150,9 +215,19 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
 			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
-			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok)})
+			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok), RSS: a.costs.rss})
 	}
 	return out, nil
+}
+
+func (a *acc) add(m measurement) {
+	a.rates = append(a.rates, float64(len(m.lats))/m.elapsed.Seconds())
+	a.lats = append(a.lats, m.lats...)
+	a.ok += len(m.lats)
+	a.fail += m.failed
+	if a.firstErr == "" {
+		a.firstErr = m.firstErr
+	}
 }
 
 type measurement struct {
@@ -224,97 +299,4 @@ func percentile(xs []time.Duration, p float64) time.Duration {
 	s := append([]time.Duration(nil), xs...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[int(p*float64(len(s)-1))]
-}
-
-// WriteTable prints one row per workload: each target's ops/s, p50, p99,
-// failures and, where known, CPU per operation; where there are two
-// targets, the first's throughput as a ratio of the second's and its CPU
-// per operation as a ratio of the second's (below 1: it spent less);
-// then, where a target said, where its writes spent their time.
-func WriteTable(w io.Writer, figs []Figure) error {
-	var targets, workloads []string
-	by := map[string]Figure{}
-	for _, f := range figs {
-		if !contains(targets, f.Target) {
-			targets = append(targets, f.Target)
-		}
-		if !contains(workloads, f.Workload) {
-			workloads = append(workloads, f.Workload)
-		}
-		by[f.Target+"|"+f.Workload] = f
-	}
-	cpu := false
-	for _, f := range figs {
-		cpu = cpu || f.CPUPerOp > 0
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "WORKLOAD\t")
-	for _, t := range targets {
-		fmt.Fprintf(tw, "%s OPS/S\t%s P50\t%s P99\t%s FAILED\t", t, t, t, t)
-		if cpu {
-			fmt.Fprintf(tw, "%s CPU/OP\t", t)
-		}
-	}
-	if len(targets) == 2 {
-		fmt.Fprintf(tw, "%s/%s\t", targets[0], targets[1])
-		if cpu {
-			fmt.Fprintf(tw, "CPU/OP %s/%s\t", targets[0], targets[1])
-		}
-	}
-	fmt.Fprintln(tw)
-	for _, wl := range workloads {
-		fmt.Fprintf(tw, "%s\t", wl)
-		for _, t := range targets {
-			f := by[t+"|"+wl]
-			fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t", f.OpsPerSec, round(f.P50), round(f.P99), f.Failed)
-			if cpu {
-				fmt.Fprintf(tw, "%s\t", orDash(f.CPUPerOp > 0, round(f.CPUPerOp).String()))
-			}
-		}
-		if len(targets) == 2 {
-			a, b := by[targets[0]+"|"+wl], by[targets[1]+"|"+wl]
-			fmt.Fprintf(tw, "%s\t", orDash(b.OpsPerSec > 0, fmt.Sprintf("%.2f", a.OpsPerSec/float64(max(b.OpsPerSec, 1e-9)))))
-			if cpu {
-				fmt.Fprintf(tw, "%s\t", orDash(a.CPUPerOp > 0 && b.CPUPerOp > 0, fmt.Sprintf("%.2f", float64(a.CPUPerOp)/float64(max(b.CPUPerOp, 1)))))
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, f := range figs {
-		if f.FirstErr != "" {
-			fmt.Fprintf(w, "%s %s: %d failed, first: %s\n", f.Target, f.Workload, f.Failed, f.FirstErr)
-		}
-	}
-	return writePhases(w, figs)
-}
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d > time.Second:
-		return d.Round(time.Millisecond)
-	case d > time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	default:
-		return d.Round(time.Microsecond)
-	}
-}
-
-// orDash is s where known, else "-".
-func orDash(known bool, s string) string {
-	if !known {
-		return "-"
-	}
-	return s
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

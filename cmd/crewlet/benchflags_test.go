@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/crewlet/crewlet/internal/peerbench"
+)
+
+// TestBenchWorkloads: --workloads keeps the kinds it names in the
+// table's order, each at its concurrencies; "toy" names the three toy
+// kinds; a name that is no kind is refused naming the kinds there are;
+// none named is every workload.
+func TestBenchWorkloads(t *testing.T) {
+	all, err := workloads("")
+	if err != nil || len(all) != len(peerbench.DefaultWorkloads()) {
+		t.Fatalf("default: %d workloads, %v", len(all), err)
+	}
+	ws, err := workloads("search, create,toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.String())
+	}
+	want := "create c=1,create c=64,search c=1,search c=64,toy_write c=1,toy_write c=64,toy_read_linearizable c=1,toy_read_linearizable c=64,toy_read_stale c=1,toy_read_stale c=64"
+	if strings.Join(got, ",") != want {
+		t.Errorf("workloads:\n got %s\nwant %s", strings.Join(got, ","), want)
+	}
+	if _, err := workloads("create,write"); err == nil || !strings.Contains(err.Error(), `"write"`) || !strings.Contains(err.Error(), "read_linearizable") {
+		t.Errorf("an unknown kind: %v", err)
+	}
+	c := &BenchCommand{Main: &Main{Stderr: os.Stderr}}
+	for _, args := range [][]string{{"--corpus", "0"}, {"--bulk-items", "20001"}, {"--workloads", "nope"}} {
+		if _, err := c.parse(args); err == nil {
+			t.Errorf("bench %v was accepted", args)
+		}
+	}
+}
