@@ -5,12 +5,14 @@ import (
 
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/tools"
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/turntools"
 )
 
 // catalogueOf is the catalogue of the build's toolsets over services
@@ -30,6 +32,8 @@ func catalogueOf(services ...any) tools.Catalogue {
 			gates = s
 		case *fleet.Status:
 			retention = s
+		case *node.Node:
+			c = append(c, turntools.Toolset(s, (*kb.Service)(nil)))
 		}
 	}
 	if gates != nil || retention != nil {

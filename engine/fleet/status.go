@@ -14,6 +14,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/turns"
 )
 
 // Answer is the retention answer: every data node in the register with
@@ -33,6 +34,9 @@ type Answer struct {
 	// Alarms are the alarms up on the answering node (statelog.Alarms):
 	// records_gated, deferral, log_full_approaching, applier_faulted.
 	Alarms []statelog.Alarm `json:"alarms"`
+	// Seats is where each seat is held and which nodes claim new seats
+	// (Status.Seats fills it; absent where the node keeps no seats).
+	Seats *turns.SeatsAnswer `json:"seats,omitempty"`
 }
 
 // LogFigures is a log's state as this node reads it.
@@ -105,6 +109,8 @@ type Status struct {
 	Known func() ([]Position, time.Time)
 	// ReaderLead, when set, names who leads each node's consumer.
 	ReaderLead ReaderLeadFunc
+	// Seats, when set, answers the seats part from the answer built.
+	Seats func(ctx context.Context, a Answer) *turns.SeatsAnswer
 }
 
 // Answer reads the register and the logs' ends. It refuses
@@ -138,6 +144,9 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	}
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
 	s.readReaders(ctx, a.Nodes)
+	if s.Seats != nil {
+		a.Seats = s.Seats(ctx, a)
+	}
 	return a, nil
 }
 

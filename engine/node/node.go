@@ -40,6 +40,7 @@ type Node struct {
 	beat    *fleet.Register
 	trim    *trim.Trimmer
 	units   *turns.Units
+	ryw     *turns.Floors
 	estate  *estate.Server
 	metrics *metrics.Registry
 	snaps   snapshots
@@ -61,7 +62,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), metrics: metrics.New()}
+	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), metrics: metrics.New(), ryw: turns.NewFloors()}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -285,7 +286,7 @@ func (n *Node) Retention() *fleet.Status {
 		logs[d.spec.Name()] = d.log
 	}
 	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known,
-		ReaderLead: n.readerLead}
+		ReaderLead: n.readerLead, Seats: n.seatsAnswer}
 }
 
 // readerLead reads who leads node's consumer on domain's log.
@@ -312,6 +313,15 @@ func (n *Node) ServeEstate(h estate.Handler) error {
 	}
 	n.estate = s
 	return nil
+}
+
+// NextHolder is where this node's seats send a call it refused in a way
+// that proves it ran nowhere here: the estate's other data nodes, never
+// this one.
+func (n *Node) NextHolder() *estate.Client {
+	c := estate.NewClient(n.broker.Conn, n.cfg.Logger)
+	c.Exclude(n.cfg.Name)
+	return c
 }
 
 // OutOfService says why this node's copy cannot serve the estate, nil

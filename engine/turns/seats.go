@@ -25,6 +25,14 @@ type Placement struct {
 	LastTurnAt time.Time `json:"last_turn_at"`
 }
 
+// Opened is a turn's start as its seat is answered: the turn, where its
+// seat is held now, and whether this start claimed it.
+type Opened struct {
+	Started
+	Placement Placement `json:"placement"`
+	Claimed   bool      `json:"claimed"`
+}
+
 // Level says why a node may claim no new seat now (it is not level: its
 // copy is behind the log's end or out of service), nil when it may.
 type Level func(ctx context.Context) *engine.Refusal
