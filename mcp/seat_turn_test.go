@@ -204,7 +204,7 @@ func TestSeatClaimedOnlyWhenLevel(t *testing.T) {
 		}
 		ans = got.Seats
 		if s := got.Seats; s != nil && len(s.Seats) == 1 && s.Seats[0].Node == "n1" && len(s.Nodes) == 1 && !s.Nodes[0].Claims &&
-			strings.HasPrefix(s.Nodes[0].Why, "tracker: ") && s.Nodes[0].Holds == 1 {
+			strings.HasPrefix(s.Nodes[0].Why, "behind: ") && s.Nodes[0].Holds == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

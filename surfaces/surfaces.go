@@ -58,8 +58,14 @@ func ServeEstate(n *node.Node, r domains.Registry, o mcp.Options) error {
 // floors, and a call n refuses in a way that proves it ran nowhere here
 // sent on to the next data node.
 func Seat(n *node.Node, r domains.Registry, o mcp.Options) http.Handler {
+	return mcp.SeatHandler(SeatServer(n, r, o), o.Logger)
+}
+
+// SeatServer is the seat MCP server of n (Seat's, and `crewlet mcp
+// --seat` over stdio, where each call names its turn in _meta).
+func SeatServer(n *node.Node, r domains.Registry, o mcp.Options) *server.MCPServer {
 	o.Floors, o.Node, o.NextHolder = n.SeatFloors(), n.Name(), n.NextHolder()
-	return mcp.SeatHandler(mcp.NewSeat(n.Units(), o, Tools(n, r)), o.Logger)
+	return mcp.NewSeat(n.Units(), o, Tools(n, r))
 }
 
 // HTTP is n's whole HTTP surface: the operator MCP (operatorMCP) and the

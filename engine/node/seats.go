@@ -71,8 +71,11 @@ func (n *Node) Level(ctx context.Context) *engine.Refusal {
 }
 
 // seatsAnswer is the retention answer's seats part: every placement, and
-// whether each data node in the register claims new seats, judged from
-// its figures in a (as the register last heard from it).
+// whether each data node in the register claims new seats. This node is
+// judged as its claims are (Level, live); a peer from its figures in a,
+// for the states that take a copy out of service, not for its lag: the
+// register's positions trail the log by up to a beat, so a peer's lag
+// there says nothing about whether it is level now (ask that node).
 func (n *Node) seatsAnswer(ctx context.Context, a fleet.Answer) *turns.SeatsAnswer {
 	if n.units == nil {
 		return nil
@@ -81,12 +84,18 @@ func (n *Node) seatsAnswer(ctx context.Context, a fleet.Answer) *turns.SeatsAnsw
 	for _, d := range n.domains {
 		estate[d.spec.Name()] = d.spec.Estate
 	}
-	why := map[string]string{}
+	why := map[string]string{n.cfg.Name: ""}
+	if r := n.Level(ctx); r != nil {
+		why[n.cfg.Name] = string(r.Code) + ": " + r.Message
+	}
 	for _, nf := range a.Nodes {
+		if nf.Node == n.cfg.Name {
+			continue
+		}
 		var not []string
 		for _, df := range nf.Domains {
 			if estate[df.Domain] {
-				if w := notLevel(df); w != "" {
+				if w := outOfService(df); w != "" {
 					not = append(not, w)
 				}
 			}
@@ -97,9 +106,9 @@ func (n *Node) seatsAnswer(ctx context.Context, a fleet.Answer) *turns.SeatsAnsw
 	return &s
 }
 
-// notLevel says why a node's figures in one domain are not level, "" when
-// they are.
-func notLevel(df fleet.DomainFigures) string {
+// outOfService says why a node's figures in one domain show its copy out
+// of service, "" when they do not.
+func outOfService(df fleet.DomainFigures) string {
 	switch {
 	case df.WrongLog != "":
 		return fmt.Sprintf("%s: wrong log (%s)", df.Domain, df.WrongLog)
@@ -107,10 +116,6 @@ func notLevel(df fleet.DomainFigures) string {
 		return fmt.Sprintf("%s: applier failing (%s)", df.Domain, df.ApplyErr)
 	case df.LeftGen != 0:
 		return fmt.Sprintf("%s: left gen %d", df.Domain, df.LeftGen)
-	case df.Lag == nil:
-		return fmt.Sprintf("%s: lag unmeasured", df.Domain)
-	case df.Lag.Seq > 0:
-		return fmt.Sprintf("%s: %d records behind", df.Domain, df.Lag.Seq)
 	}
 	return ""
 }

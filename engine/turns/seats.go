@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -68,6 +69,9 @@ func (u *Units) Claim(ctx context.Context, seat, node string, level Level) (p Pl
 		} else {
 			_, err = u.kv.Update(ctx, key, data, rev)
 		}
+		if err == nil && (rev == 0 || cur.Node != node) {
+			err = u.index(ctx, seat)
+		}
 		if err == nil {
 			if cur.Node != node {
 				u.log.Info("turns_seat_claimed", "seat", seat, "node", node, "from", cur.Node)
@@ -81,17 +85,60 @@ func (u *Units) Claim(ctx context.Context, seat, node string, level Level) (p Pl
 	return Placement{}, false, fmt.Errorf("turns: seat %q: too many concurrent claims", seat)
 }
 
+// indexKey holds the names of every seat ever placed: the seats are read
+// through it, one Get each, rather than by listing the bucket's keys (a
+// watch, which a replicated bucket electing a leader can leave hanging).
+const indexKey = "seats"
+
+// index adds seat to the index of placed seats.
+func (u *Units) index(ctx context.Context, seat string) error {
+	for attempt := 0; attempt < 16; attempt++ {
+		var names []string
+		var rev uint64
+		entry, err := u.kv.Get(ctx, indexKey)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(entry.Value(), &names); err != nil {
+				return err
+			}
+			rev = entry.Revision()
+		}
+		if slices.Contains(names, seat) {
+			return nil
+		}
+		data, _ := json.Marshal(append(names, seat))
+		if rev == 0 {
+			_, err = u.kv.Create(ctx, indexKey, data)
+		} else {
+			_, err = u.kv.Update(ctx, indexKey, data, rev)
+		}
+		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return err
+		}
+	}
+	return fmt.Errorf("turns: the seats' index: too many concurrent claims")
+}
+
 // Seats is every seat's placement, by seat.
 func (u *Units) Seats(ctx context.Context) ([]Placement, error) {
-	lister, err := u.kv.ListKeysFiltered(ctx, "seat.>")
-	if err != nil {
+	var names []string
+	entry, err := u.kv.Get(ctx, indexKey)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
 		return nil, err
+	default:
+		if err := json.Unmarshal(entry.Value(), &names); err != nil {
+			return nil, err
+		}
 	}
 	out := []Placement{}
-	for key := range lister.Keys() {
-		p, rev, err := u.readSeat(ctx, key)
+	for _, seat := range names {
+		p, rev, err := u.readSeat(ctx, seatKey(seat))
 		if err != nil {
-			_ = lister.Stop()
 			return nil, err
 		}
 		if rev != 0 {

@@ -47,6 +47,10 @@ func TestSeatClaims(t *testing.T) {
 	if _, _, err := u.Claim(ctx, "seat-c", "join-1", nil); err != nil {
 		t.Fatal(err)
 	}
+	// Units beside the seats in the bucket: the listing reads seats alone.
+	if _, err := u.Start(ctx, "unit-1", "seat-a", "n2", nil); err != nil {
+		t.Fatal(err)
+	}
 	a := u.Answer(ctx, map[string]string{"n1": "", "n2": "behind: 12 records", "n3": ""})
 	if a.Unread != "" || len(a.Seats) != 3 || a.Seats[0].Seat != "seat-a" || a.Seats[0].Node != "n2" {
 		t.Fatalf("seats: %+v", a)
