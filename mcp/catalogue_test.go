@@ -6,6 +6,7 @@ import (
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/turntools"
 )
 
 // catalogueOf is the build's toolsets over services (a node's, or fakes),
@@ -15,6 +16,8 @@ func catalogueOf(services ...any) tools.Catalogue {
 	var c tools.Catalogue
 	var gates fleettools.Fleet
 	var retention fleettools.Retention
+	var desk turntools.Desk
+	var know turntools.Knowledge
 	for _, s := range services {
 		switch s := s.(type) {
 		case trackertools.Tracker:
@@ -25,7 +28,15 @@ func catalogueOf(services ...any) tools.Catalogue {
 			gates = s
 		case fleettools.Retention:
 			retention = s
+		case turntools.Desk:
+			desk = s
 		}
+		if k, ok := s.(turntools.Knowledge); ok {
+			know = k
+		}
+	}
+	if desk != nil {
+		c = append(c, turntools.Toolset(desk, know))
 	}
 	if gates != nil || retention != nil {
 		c = append(c, fleettools.Toolset(gates, retention))
@@ -35,5 +46,5 @@ func catalogueOf(services ...any) tools.Catalogue {
 
 // definitions are every tool of the build over no service.
 func definitions() tools.Catalogue {
-	return append(domains.Builtin().Definitions(), fleettools.Toolset(nil, nil))
+	return append(domains.Builtin().Definitions(), fleettools.Toolset(nil, nil), turntools.Toolset(nil, nil))
 }

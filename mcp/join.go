@@ -171,6 +171,12 @@ func answerRefusal(answer []byte) *engine.Refusal {
 	if err != nil {
 		return nil
 	}
+	return refusalOfResult(res)
+}
+
+// refusalOfResult is the refusal a tool result carries, nil for a
+// success.
+func refusalOfResult(res *mcpgo.CallToolResult) *engine.Refusal {
 	m, ok := tools.RefusalOf(res)
 	if !ok {
 		return nil

@@ -26,6 +26,17 @@ type Options struct {
 	Logs *LogRelay
 	// Calls counts every tool call (the node's metrics); nil: none.
 	Calls tools.CallObserver
+	// Floors is the node's read-your-writes floor table (the seat
+	// surface): every seat read carries its floor on the read's log.
+	Floors tools.Floors
+	// NextHolder, on the seat surface of a data node, is where a seat's
+	// call goes when this node refuses it in a way that proves it ran
+	// nowhere here (behind, stalled, …): the next data node, never this
+	// one. nil: the refusal is the answer.
+	NextHolder Forwarder
+	// Node is this node's name (node.name): the seat surface names it to
+	// the next holder as the node running the turn.
+	Node string
 }
 
 // Applied is the node's post-commit seam: cmd wires the node in.
@@ -57,7 +68,7 @@ func NewServer(version string, logger *slog.Logger, c tools.Catalogue) *server.M
 // mcp-go's input schema validation stays off: the tools parse their
 // arguments strictly themselves and refuse with sentences a model can act
 // on, where mcp-go's messages read like "/limit: &{Got:500/1 Want:50/1}".
-func build(c tools.Catalogue, d tools.Deps, o Options, instr string) *server.MCPServer {
+func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...server.ToolHandlerMiddleware) *server.MCPServer {
 	logger := componentLogger(o.Logger)
 	hooks := &server.Hooks{}
 	comp := tools.Completer{Deps: d, Catalogue: c}
@@ -72,6 +83,9 @@ func build(c tools.Catalogue, d tools.Deps, o Options, instr string) *server.MCP
 		server.WithPromptCompletionProvider(comp),
 		server.WithResourceCompletionProvider(comp),
 		server.WithHooks(hooks),
+	}
+	for _, m := range mw {
+		opts = append(opts, server.WithToolHandlerMiddleware(m))
 	}
 	if o.Logs != nil {
 		opts = append(opts, server.WithLogging())
@@ -113,8 +127,14 @@ func listResources(c tools.Catalogue, d tools.Deps, logger *slog.Logger) server.
 // keep: the proxies list their tools from the far side, so the filter
 // applies by name.
 func Narrow(s *server.MCPServer, c tools.Catalogue, f tools.Filter) {
+	NarrowSurface(s, c, tools.Operator, f)
+}
+
+// NarrowSurface is Narrow for the tools of surface sf (a joined node's
+// seat surface narrows its seat tools).
+func NarrowSurface(s *server.MCPServer, c tools.Catalogue, sf tools.Surface, f tools.Filter) {
 	keep := map[string]bool{}
-	for _, t := range c.Definitions(tools.Operator, f) {
+	for _, t := range c.Definitions(sf, f) {
 		keep[t.Name] = true
 	}
 	var drop []string

@@ -8,13 +8,16 @@ import (
 	"strings"
 	"unicode"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/tools"
 )
 
-// The headers every seat request carries.
+// The headers every seat request carries over HTTP. A transport with no
+// headers (stdio, a call sent on to another node) carries the same in the
+// call's _meta: tools.MetaSeat, tools.MetaUnit, tools.MetaTriggerPosition.
 const (
 	HeaderSeat            = "Crewlet-Seat"
 	HeaderUnit            = "Crewlet-Unit"
@@ -24,7 +27,7 @@ const (
 // MaxSeatBytes bounds a seat's name (Crewlet-Seat).
 const MaxSeatBytes = 128
 
-const seatInstructions = "Crewlet is a replicated work tracker. You call its tools inside a turn: reads see every write made before them and the change that woke you. " +
+const seatInstructions = "Crewlet is a replicated work tracker. You call its tools inside a turn: start it with start_turn, end it with end_turn. Reads see every write made before them and the change that woke you. " +
 	"Writes need no op_id: a re-run of this turn that repeats the same call with exactly the same arguments writes nothing twice; a call you word differently is a new write. " +
 	"Every write answers an outcome: applied; pending (durable, do not retry); unknown (repeat exactly the same call). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
@@ -38,13 +41,19 @@ func NewSeatServer(units tools.Units, version string, logger *slog.Logger, c too
 
 // NewSeat is NewSeatServer with options: the seat toolset narrowed by
 // o.Filter, with the resources (read as a seat reads: floored at the
-// turn's trigger), prompts and completions. The seat surface is
+// turn's trigger), prompts and completions. Its reads carry o.Floors;
+// a call this node refuses in a way that proves it ran nowhere here goes
+// to the next holder through o.NextHolder. The seat surface is
 // stateless, so it keeps no subscription and sends no log line: o.Applied
 // and o.Logs are not used.
 func NewSeat(units tools.Units, o Options, c tools.Catalogue) *server.MCPServer {
 	o.Applied, o.Logs = nil, nil
-	d := tools.Deps{Logger: o.Logger, Surface: tools.Seat, Units: units, Filter: o.Filter, Calls: o.Calls}
-	return build(c, d, o, seatInstructions)
+	d := tools.Deps{Logger: o.Logger, Surface: tools.Seat, Units: units, Floors: o.Floors, Filter: o.Filter, Calls: o.Calls}
+	mw := []server.ToolHandlerMiddleware{seatTurn()}
+	if o.NextHolder != nil {
+		mw = append(mw, nextHolder(o.NextHolder, o.Floors, o.Node, c.SeatOnly(), componentLogger(o.Logger)))
+	}
+	return build(c, d, o, seatInstructions, mw...)
 }
 
 // SeatHandler is /seat/mcp over Streamable HTTP: stateless (a seat
@@ -87,4 +96,49 @@ func SeatHandler(s *server.MCPServer, logger *slog.Logger) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// seatTurn puts the turn a call names in its _meta into ctx, where no
+// header put one there (stdio, a call sent on from another node), and
+// refuses a call naming none, or naming another than its headers.
+func seatTurn() server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			byMeta, named, r := tools.TurnOfMeta(metaOf(req))
+			if r != nil {
+				return tools.Refused(r), nil
+			}
+			t, byHeader := tools.TurnFrom(ctx)
+			switch {
+			case named && byHeader && (t.Seat != byMeta.Seat || t.Unit != byMeta.Unit):
+				return tools.Refused(engine.Refuse(engine.CodeInvalidArgument, "the call's _meta names seat %s, unit %s, and its headers seat %s, unit %s; name one turn, once.",
+					tools.Quote(byMeta.Seat), tools.Quote(byMeta.Unit), tools.Quote(t.Seat), tools.Quote(t.Unit))), nil
+			case named && byHeader:
+				byMeta.Trigger = higherTrigger(t.Trigger, byMeta.Trigger)
+				t = byMeta
+			case named:
+				t = byMeta
+			}
+			if r := tools.RefusalOfTurn(t); r != nil {
+				return tools.Refused(r), nil
+			}
+			return next(tools.WithTurn(ctx, t), req)
+		}
+	}
+}
+
+// higherTrigger is the header's trigger unless the _meta names one.
+func higherTrigger(header, meta *engine.Position) *engine.Position {
+	if meta != nil {
+		return meta
+	}
+	return header
+}
+
+// metaOf is a call's _meta as a map, empty for none.
+func metaOf(req mcpgo.CallToolRequest) map[string]any {
+	if req.Params.Meta == nil || req.Params.Meta.AdditionalFields == nil {
+		return map[string]any{}
+	}
+	return req.Params.Meta.AdditionalFields
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/crewlet/crewlet/domains"
+	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/rest"
 	"github.com/crewlet/crewlet/internal/dashboard"
@@ -20,19 +21,21 @@ import (
 	"github.com/crewlet/crewlet/mcp"
 	"github.com/crewlet/crewlet/tools"
 	"github.com/crewlet/crewlet/tools/fleettools"
+	"github.com/crewlet/crewlet/tools/turntools"
 )
 
 // Catalogue is every tool of a build over no service: what a node
 // without the data role offers, and the toolsets --toolsets names.
 func Catalogue(r domains.Registry) tools.Catalogue {
-	return append(r.Definitions(), fleettools.Toolset(nil, nil))
+	return append(r.Definitions(), fleettools.Toolset(nil, nil), turntools.Toolset(nil, nil))
 }
 
 // Tools is the build's catalogue bound to n: the domains' tools over
 // their services on n, and the fleet's over its gates and replication
 // answer.
 func Tools(n *node.Node, r domains.Registry) tools.Catalogue {
-	return append(r.Toolsets(n.Service), fleettools.Toolset(n.NodeGates(), n.Retention()))
+	know, _ := n.Service(engine.DomainPages).(turntools.Knowledge)
+	return append(r.Toolsets(n.Service), fleettools.Toolset(n.NodeGates(), n.Retention()), turntools.Toolset(n, know))
 }
 
 // Operator is the operator (and assistant) MCP server of n.
@@ -42,14 +45,27 @@ func Operator(n *node.Node, r domains.Registry, o mcp.Options) *server.MCPServer
 
 // ServeEstate has n answer the estate calls of the nodes without data
 // while its copy is in service: every tool, whatever this node's filter.
+// A call naming a seat in its _meta is a seat's (sent by a node without
+// data running the turn) and is answered by the seat surface.
 func ServeEstate(n *node.Node, r domains.Registry, o mcp.Options) error {
-	return n.ServeEstate(mcp.EstateHandler(mcp.NewServer(o.Version, o.Logger, Tools(n, r))))
+	cat := Tools(n, r)
+	seat := mcp.NewSeat(n.Units(), mcp.Options{Version: o.Version, Logger: o.Logger, Floors: n.SeatFloors(), Node: n.Name()}, cat)
+	return n.ServeEstate(mcp.EstateHandlers(mcp.NewServer(o.Version, o.Logger, cat), seat))
 }
 
 // Seat is the seat MCP over Streamable HTTP: the seat toolset of n, its
-// ids derived from the units of work n keeps.
+// ids derived from the units of work n keeps, its reads carrying n's
+// floors, and a call n refuses in a way that proves it ran nowhere here
+// sent on to the next data node.
 func Seat(n *node.Node, r domains.Registry, o mcp.Options) http.Handler {
-	return mcp.SeatHandler(mcp.NewSeat(n.Units(), o, Tools(n, r)), o.Logger)
+	return mcp.SeatHandler(SeatServer(n, r, o), o.Logger)
+}
+
+// SeatServer is the seat MCP server of n (Seat's, and `crewlet mcp
+// --seat` over stdio, where each call names its turn in _meta).
+func SeatServer(n *node.Node, r domains.Registry, o mcp.Options) *server.MCPServer {
+	o.Floors, o.Node, o.NextHolder = n.SeatFloors(), n.Name(), n.NextHolder()
+	return mcp.NewSeat(n.Units(), o, Tools(n, r))
 }
 
 // HTTP is n's whole HTTP surface: the operator MCP (operatorMCP) and the

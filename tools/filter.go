@@ -53,7 +53,7 @@ func (f Filter) String() string {
 // false there even though, with the op_id of its first answer, it too
 // happens once.
 func (s Surface) annotate(t mcp.Tool, e Entry) mcp.Tool {
-	if s == Seat && !e.Read {
+	if s == Seat && !e.Read && !e.SeatOnly {
 		t.Annotations.IdempotentHint = mcp.ToBoolPtr(true)
 	}
 	return t

@@ -5,6 +5,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/usage"
@@ -12,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/turntools"
 	"github.com/crewlet/crewlet/tools/usagetools"
 )
 
@@ -34,6 +36,8 @@ func catalogueOf(services ...any) tools.Catalogue {
 			gates = s
 		case *fleet.Status:
 			retention = s
+		case *node.Node:
+			c = append(c, turntools.Toolset(s, (*kb.Service)(nil)))
 		}
 	}
 	if gates != nil || retention != nil {

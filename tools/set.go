@@ -38,6 +38,9 @@ type Deps struct {
 	Surface Surface
 	// Units derives a seat's op ids (the seat surface only).
 	Units Units
+	// Floors is the node's read-your-writes floor table (the seat surface
+	// only): a seat's reads carry its floor on their log.
+	Floors Floors
 	// Filter narrows the surface's toolset (--toolsets, --read-only).
 	Filter Filter
 	// Calls counts the calls of every tool built (the node's metrics);
@@ -62,7 +65,7 @@ func (d Deps) TakesOpID() bool { return d.Surface == Operator }
 func (d Deps) ReadOptions(ctx context.Context, stream string) engine.ReadOptions {
 	r := engine.ReadOptions{Level: engine.Linearizable}
 	if d.Surface == Seat {
-		r.MinPosition = seatFloor(ctx, stream)
+		r.MinPosition = d.SeatFloor(ctx, stream)
 	}
 	return r
 }
@@ -100,6 +103,9 @@ type Entry struct {
 	// OperatorOnly keeps the tool off the seat surface (purges, node
 	// gates, the replication answer).
 	OperatorOnly bool
+	// SeatOnly keeps the tool on the seat surface alone (a turn's start
+	// and end).
+	SeatOnly bool
 	// Needs says whether the service the toolset is bound to does what
 	// the tool calls (an optional part of it); nil: it does. Definitions
 	// do not ask.
@@ -110,11 +116,11 @@ type Entry struct {
 func (s Surface) offers(e Entry) bool {
 	switch s {
 	case Operator:
-		return true
+		return !e.SeatOnly
 	case Seat:
 		return !e.OperatorOnly
 	case ReadOnly:
-		return e.Read
+		return e.Read && !e.SeatOnly
 	}
 	return false
 }
@@ -131,6 +137,21 @@ func (c Catalogue) Set(d Deps) []server.ServerTool {
 			if d.Surface.offers(e) && d.Filter.Keeps(ts.Name, e.Read) && (e.Needs == nil || e.Needs()) {
 				t, h := e.Build(d)
 				out = append(out, server.ServerTool{Tool: d.Surface.annotate(t, e), Handler: d.observed(t.Name, d.served(t.Name, h, obs))})
+			}
+		}
+	}
+	return out
+}
+
+// SeatOnly names the catalogue's tools that are on the seat surface
+// alone (a turn's start and end).
+func (c Catalogue) SeatOnly() map[string]bool {
+	out := map[string]bool{}
+	for _, ts := range c {
+		for _, e := range ts.Entries {
+			if e.SeatOnly {
+				t, _ := e.Build(Deps{Surface: Seat})
+				out[t.Name] = true
 			}
 		}
 	}

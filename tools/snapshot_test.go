@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crewlet/crewlet/engine/kb"
+	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
 	"github.com/crewlet/crewlet/engine/usage"
@@ -23,7 +24,7 @@ func TestToolSnaps(t *testing.T) {
 	for _, surface := range []struct {
 		deps surface
 		dir  string
-	}{{surface{tools.Operator, catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*usage.Service)(nil))}, "__toolsnaps__"}, {surface{tools.Seat, catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil))}, filepath.Join("__toolsnaps__", "seat")}} {
+	}{{surface{tools.Operator, catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*usage.Service)(nil))}, "__toolsnaps__"}, {surface{tools.Seat, catalogueOf((*tracker.Service)(nil), (*kb.Service)(nil), (*statelog.NodeGates)(nil), (*node.Node)(nil))}, filepath.Join("__toolsnaps__", "seat")}} {
 		seen := map[string]bool{}
 		for _, st := range surface.deps.set() {
 			path := filepath.Join(surface.dir, st.Tool.Name+".snap")

@@ -13,6 +13,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/estate"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/internal/token"
 	"github.com/crewlet/crewlet/mcp"
 	"github.com/crewlet/crewlet/surfaces"
@@ -27,11 +28,16 @@ type MCPCommand struct {
 
 // mcpOptions are the resolved flags of one `crewlet mcp`.
 type mcpOptions struct {
-	Config    Config
-	DataDir   string
-	NodeURL   string // empty: embedded node on DataDir
-	Token     string // with NodeURL: the operator token; with Join: stream.client.token
-	Join      []string
+	Config  Config
+	DataDir string
+	NodeURL string // empty: embedded node on DataDir
+	Token   string // with NodeURL: the operator token; with Join: stream.client.token
+	Join    []string
+	// Name is the name of a node without data (--join): the holder of
+	// the seats whose turns run on it.
+	Name string
+	// Seat serves the seat surface instead of the operator's.
+	Seat      bool
 	LogFormat string
 	// Filter narrows the toolset (--toolsets, --read-only, mcp.*).
 	Filter tools.Filter
@@ -46,6 +52,8 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	join := fs.String("join", "", "join the fleet as a node without data: the brokers' client `URL`s (nats://host:4222, comma-separated); calls go to a sound data node")
 	tokenFile := fs.String("token-file", "", "`file` holding the operator token for --node (default: $"+token.EnvOperator+"), or stream.client.token for --join (default: $"+token.EnvStream+")")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	seat := fs.Bool("seat", false, "serve the seat surface (a seat's tools inside turns: start_turn, end_turn, ids derived from the unit of work) instead of the operator's; every call names its turn in _meta (crewlet/seat, crewlet/unit, crewlet/trigger_position)")
+	name := fs.String("name", "", "with --join: this node's `name`, which holds the seats whose turns run here (default <host>-join)")
 	filters := addFilterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet mcp [flags]\n\nServe MCP over stdio: on an embedded node on --data, against a running node with --node URL, or as a node without data with --join URL.\n\nFlags:\n")
@@ -54,10 +62,16 @@ func (c *MCPCommand) parse(args []string) (mcpOptions, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return mcpOptions{}, err
 	}
-	o := mcpOptions{DataDir: *dataDir, LogFormat: *logFormat}
+	o := mcpOptions{DataDir: *dataDir, LogFormat: *logFormat, Seat: *seat, Name: *name}
 	o, err := c.parseMode(fs, o, *join, *nodeURL, *configPath, *tokenFile, *dataDir)
 	if err != nil {
 		return o, err
+	}
+	if o.Seat && o.NodeURL != "" {
+		return o, usageErrorf("--seat serves a seat surface from this process: with --node, point the seat at the node's /seat/mcp instead")
+	}
+	if o.Name != "" && len(o.Join) == 0 {
+		return o, usageErrorf("--name names a node without data: it goes with --join (a data node's name is node.name)")
 	}
 	// The flags override the file's mcp.*.
 	filters.apply(&o.Config.MCP)
@@ -206,6 +220,9 @@ func (c *MCPCommand) Run(ctx context.Context, args []string) error {
 		}
 	}()
 	srv := surfaces.Operator(n, reg, mcp.Options{Version: Version(), Logger: logger, Filter: o.Filter, Applied: n, Logs: relay})
+	if o.Seat {
+		srv = surfaces.SeatServer(n, reg, mcp.Options{Version: Version(), Logger: logger, Filter: o.Filter})
+	}
 	// A data node serves the estate to nodes without data whatever its
 	// surface, every tool whatever its filter.
 	if err := surfaces.ServeEstate(n, reg, mcp.Options{Version: Version(), Logger: logger}); err != nil {
@@ -227,6 +244,14 @@ func (c *MCPCommand) runJoined(ctx context.Context, o mcpOptions, logger *slog.L
 	all := surfaces.Catalogue(c.registry())
 	srv := mcp.NewJoinedServer(es, all, Version(), logger)
 	mcp.Narrow(srv, all, o.Filter)
-	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","), "toolsets", o.Filter.String())
+	if o.Seat {
+		name := o.Name
+		if name == "" {
+			name = host + "-join"
+		}
+		srv = mcp.NewJoinedSeatServer(es, all, turns.NewFloors(), name, Version(), logger)
+		mcp.NarrowSurface(srv, all, tools.Seat, o.Filter)
+	}
+	logger.Info("serving MCP on stdio", "join", strings.Join(o.Join, ","), "toolsets", o.Filter.String(), "seat", o.Seat)
 	return mcp.ServeStdio(ctx, srv, c.Stdin, c.Stdout, logger)
 }

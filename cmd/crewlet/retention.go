@@ -14,6 +14,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
+	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/internal/httpedge"
 	"github.com/crewlet/crewlet/internal/opclient"
 	"github.com/crewlet/crewlet/internal/token"
@@ -206,7 +207,40 @@ func writeRetentionTable(w io.Writer, a fleet.Answer) error {
 	for _, e := range applyErrs {
 		fmt.Fprintln(w, e)
 	}
-	return nil
+	return writeSeats(w, a.Seats)
+}
+
+// writeSeats renders where each seat is held and which nodes claim new
+// seats: a node that is not level keeps the seats it holds and claims no
+// new ones (judged from its figures above, as the register last heard).
+func writeSeats(w io.Writer, s *turns.SeatsAnswer) error {
+	if s == nil {
+		return nil
+	}
+	if s.Unread != "" {
+		fmt.Fprintf(w, "seats: unreadable (%s)\n", s.Unread)
+	}
+	for _, n := range s.Nodes {
+		claims := "claims new seats"
+		if !n.Claims {
+			claims = "claims no new seats (not level: " + n.Why + ")"
+		}
+		fmt.Fprintf(w, "node %s: holds %d seat(s), %s\n", n.Node, n.Holds, claims)
+	}
+	if len(s.Seats) == 0 {
+		fmt.Fprintln(w, "seats: none placed yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEAT\tHELD_BY\tCLAIMED\tFROM\tTURNS\tLAST_TURN")
+	for _, p := range s.Seats {
+		from := p.From
+		if from == "" {
+			from = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.Seat, p.Node, p.ClaimedAt.Format(time.RFC3339), from, p.Turns, p.LastTurnAt.Format(time.RFC3339))
+	}
+	return tw.Flush()
 }
 
 // writeDuties renders who holds each duty of the fleet: the node, since

@@ -16,6 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/turns"
 	"github.com/crewlet/crewlet/internal/token"
 )
 
@@ -30,14 +31,18 @@ func TestRetentionTable(t *testing.T) {
 				Reader: &fleet.ReaderLead{}}}},
 			{Node: "n3", Domains: []fleet.DomainFigures{{Position: fleet.Position{Domain: engine.DomainTracker, Generation: 2}}}},
 		},
-		Alarms: []statelog.Alarm{{Name: statelog.AlarmDeferral, Domain: engine.DomainTracker, Message: "1 record(s) this build cannot decode"}}}
+		Alarms: []statelog.Alarm{{Name: statelog.AlarmDeferral, Domain: engine.DomainTracker, Message: "1 record(s) this build cannot decode"}},
+		Seats: &turns.SeatsAnswer{Seats: []turns.Placement{{Seat: "triage-bot", Node: "n2", ClaimedAt: since, From: "n1", Turns: 3, LastTurnAt: since}},
+			Nodes: []turns.NodeClaims{{Node: "n1", Claims: true}, {Node: "n2", Why: "tracker: 7 records behind", Holds: 1}}}}
 	var b strings.Builder
 	if err := writeRetentionTable(&b, a); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{"level: stale", "NODE", "GEN", "APPLIED_THROUGH", "LAG", "n1", "40", "38", "0 (1.5s)", "left gen 1", "not yet", "ALARM deferral (tracker): 1 record(s)",
-		"READER_LED_BY", "n1 since 2026-03-04T05:06:07Z", "electing"} {
+		"READER_LED_BY", "n1 since 2026-03-04T05:06:07Z", "electing",
+		"node n1: holds 0 seat(s), claims new seats", "node n2: holds 1 seat(s), claims no new seats (not level: tracker: 7 records behind)",
+		"SEAT", "HELD_BY", "triage-bot", "2026-03-04T05:06:07Z"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("retention table lacks %q:\n%s", want, out)
 		}

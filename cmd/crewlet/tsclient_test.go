@@ -45,6 +45,7 @@ import (
 	"github.com/crewlet/crewlet/tools/fleettools"
 	"github.com/crewlet/crewlet/tools/kbtools"
 	"github.com/crewlet/crewlet/tools/trackertools"
+	"github.com/crewlet/crewlet/tools/turntools"
 	"github.com/crewlet/crewlet/tools/usagetools"
 )
 
@@ -67,6 +68,9 @@ type step struct {
 	Expect       string            `json:"expect"`
 	Save         map[string]string `json:"save,omitempty"`
 	OperatorOnly bool              `json:"-"`
+	// SeatOnly steps (a turn's start and end) are left out of the
+	// operator's plans.
+	SeatOnly bool `json:"-"`
 }
 
 const expectOK = "ok"
@@ -87,7 +91,8 @@ func steps() []step {
 	op := func(st step) step { st.OperatorOnly = true; return st }
 	save := func(st step, save map[string]string) step { st.Save = save; return st }
 	none := "${P}-999"
-	return slices.Concat(append([]step{
+	start, end := turnSteps()
+	return slices.Concat(start, append([]step{
 		s(trackertools.NameCreateProject, map[string]any{"key": "${P}", "name": "Alpha ${P}"}, expectOK),
 		s(trackertools.NameCreateProject, map[string]any{"key": "${Q}", "name": "Beta ${Q}"}, expectOK),
 		s(trackertools.NameListProjects, map[string]any{}, expectOK),
@@ -158,7 +163,7 @@ func steps() []step {
 		op(s(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
 		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}, similarSteps(), lifeSteps())
+	}, similarSteps(), lifeSteps(), end)
 }
 
 // similarSteps call the duplicate finder before a create (title and
@@ -172,6 +177,21 @@ func similarSteps() []step {
 		s(trackertools.NameSimilarWorkItems, map[string]any{"key": "${P}-1", "limit": 3}, expectOK),
 		s(trackertools.NameSimilarWorkItems, map[string]any{"description": "neither a title nor a key"}, "invalid_argument"),
 	}
+}
+
+// turnSteps are a seat's turn around the plan (seat only): started first,
+// with a knowledge block, ended last.
+func turnSteps() (start, end []step) {
+	seat := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect, SeatOnly: true}
+	}
+	return []step{
+			seat(turntools.NameStartTurn, map[string]any{"query": "Runbook restart", "knowledge_limit": 3}, expectOK),
+			seat(turntools.NameStartTurn, map[string]any{"trigger_position": "CREWLET_TRACKER_LOG@1:99999999"}, "invalid_argument"),
+		}, []step{
+			seat(turntools.NameEndTurn, map[string]any{"outcome": "done", "summary": "Every tool called."}, expectOK),
+			seat(turntools.NameEndTurn, map[string]any{"outcome": "failed"}, "conflict"),
+		}
 }
 
 // kbLifeSteps are the knowledge base's lifecycle calls, on the page and
@@ -257,7 +277,7 @@ func TestTypeScriptSDKClients(t *testing.T) {
 		want := toolNames(sf.tools)
 		var planned []step
 		for _, st := range steps() {
-			if sf.tools == tools.Seat && st.OperatorOnly {
+			if sf.tools == tools.Seat && st.OperatorOnly || sf.tools != tools.Seat && st.SeatOnly {
 				continue
 			}
 			planned = append(planned, st)

@@ -48,6 +48,9 @@ type Client struct {
 
 	mu      sync.Mutex
 	current *target
+	// skip are data nodes this client never offers a call to (a data
+	// node sending a seat's call on excludes itself).
+	skip []string
 }
 
 type target struct{ node, subject string }
@@ -188,6 +191,14 @@ func (c *Client) SetAttemptTimeout(d time.Duration) {
 	}
 }
 
+// Exclude makes the client never offer a call to nodes: a data node
+// sending a call on to the next holder names itself.
+func (c *Client) Exclude(nodes ...string) {
+	c.mu.Lock()
+	c.skip = append(c.skip, nodes...)
+	c.mu.Unlock()
+}
+
 // Close closes the connection Dial opened.
 func (c *Client) Close() {
 	if c.owned {
@@ -211,8 +222,10 @@ func (c *Client) Close() {
 // node took it without answering (then *NoAnswer: it may have run) or
 // refused it as above (then that refusal, as the node answered it).
 func (c *Client) Call(ctx context.Context, call Call) (Reply, error) {
+	c.mu.Lock()
+	exclude := slices.Clone(c.skip)
+	c.mu.Unlock()
 	var (
-		exclude []string
 		oos     = map[string]map[string]any{}
 		refused *Reply
 		silent  *NoAnswer

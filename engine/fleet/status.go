@@ -15,6 +15,7 @@ import (
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/duty"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/turns"
 )
 
 // Answer is the retention answer: every data node in the register with
@@ -39,6 +40,9 @@ type Answer struct {
 	// the leases' bucket; DutiesUnread says why they could not be.
 	Duties       []duty.Holder `json:"duties"`
 	DutiesUnread string        `json:"duties_unread,omitempty"`
+	// Seats is where each seat is held and which nodes claim new seats
+	// (Status.Seats fills it; absent where the node keeps no seats).
+	Seats *turns.SeatsAnswer `json:"seats,omitempty"`
 }
 
 // LogFigures is a log's state as this node reads it.
@@ -113,6 +117,8 @@ type Status struct {
 	ReaderLead ReaderLeadFunc
 	// Duties, when set, reads who holds each duty of the fleet.
 	Duties func(ctx context.Context) ([]duty.Holder, error)
+	// Seats, when set, answers the seats part from the answer built.
+	Seats func(ctx context.Context, a Answer) *turns.SeatsAnswer
 }
 
 // Answer reads the register and the logs' ends. It refuses
@@ -147,6 +153,9 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 	}
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
 	s.readReaders(ctx, a.Nodes)
+	if s.Seats != nil {
+		a.Seats = s.Seats(ctx, a)
+	}
 	return a, nil
 }
 

@@ -84,7 +84,8 @@ func (n *Node) openReplicas(ctx context.Context) error {
 			Clock: cfg.Clock, Logger: cfg.Logger, Publishing: cfg.Mode == ModeNormal, GateReserve: d.spec.GateReserve, Streams: streams, Compacted: d.spec.Compacted,
 			RetryBudget: cfg.ApplyRetryBudget, WriteWait: cfg.WriteWait, ReadBudget: cfg.ReadBudget, PublishTimeout: cfg.PublishTimeout,
 			Metrics: n.metrics.Domain(string(name)), DeferralGrace: cfg.DeferralGrace, BelowFloor: n.snaps.held,
-			ProgressEvery: cfg.ProgressEvery, AckEvery: max(cfg.AckEvery, 0), ElectionBound: d.log.ElectionBound()}
+			ProgressEvery: cfg.ProgressEvery, AckEvery: max(cfg.AckEvery, 0), ElectionBound: d.log.ElectionBound(),
+			OwnWrite: n.ryw.Raise}
 		if cfg.Hooks.WrapLog != nil {
 			rc.Log = cfg.Hooks.WrapLog(name, rc.Log)
 		}

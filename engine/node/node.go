@@ -44,6 +44,7 @@ type Node struct {
 	duties  *duty.Duties
 	// started are the domain services started on this node (Starter).
 	started []engine.Starter
+	ryw     *turns.Floors
 	estate  *estate.Server
 	metrics *metrics.Registry
 	snaps   snapshots
@@ -65,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), metrics: metrics.New()}
+	n = &Node{cfg: cfg, log: cfg.Logger.With(engine.LogComponent, engine.ComponentNode), metrics: metrics.New(), ryw: turns.NewFloors()}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -292,7 +293,7 @@ func (n *Node) Retention() *fleet.Status {
 		logs[d.spec.Name()] = d.log
 	}
 	return &fleet.Status{Node: n.cfg.Name, KV: n.beat.KV(), Replicas: n.replicas(), Logs: logs, Floors: n.beat.Floors(), Clock: n.cfg.Clock, Known: n.beat.Known,
-		ReaderLead: n.readerLead, Duties: n.dutyHolders}
+		ReaderLead: n.readerLead, Duties: n.dutyHolders, Seats: n.seatsAnswer}
 }
 
 // readerLead reads who leads node's consumer on domain's log.
@@ -319,6 +320,15 @@ func (n *Node) ServeEstate(h estate.Handler) error {
 	}
 	n.estate = s
 	return nil
+}
+
+// NextHolder is where this node's seats send a call it refused in a way
+// that proves it ran nowhere here: the estate's other data nodes, never
+// this one.
+func (n *Node) NextHolder() *estate.Client {
+	c := estate.NewClient(n.broker.Conn, n.cfg.Logger)
+	c.Exclude(n.cfg.Name)
+	return c
 }
 
 // OutOfService says why this node's copy cannot serve the estate, nil

@@ -83,6 +83,10 @@ type Config struct {
 	// WriteRounds bounds how often a write is decided again after losing
 	// the arbitration (default 16).
 	WriteRounds int
+	// OwnWrite, when set, is told the position of every write this node
+	// answered at a position (the node's read-your-writes floor table,
+	// engine/turns.Floors).
+	OwnWrite func(engine.Position)
 	// BeforeCommit runs inside every batch transaction before the commit.
 	BeforeCommit func(tx *sql.Tx, lastSeq uint64) error
 	// AckEvery spaces the applier's acknowledgements to the broker: at

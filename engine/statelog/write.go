@@ -521,6 +521,9 @@ func (r *Replica) lastOnSubjectSoon(ctx context.Context, subject string) (Stored
 // answered (applied, pending, or refused after it landed) at seq. The log
 // end was noted already, where the append's landing was learnt.
 func (r *Replica) noteOwn(seq uint64) {
+	if r.cfg.OwnWrite != nil {
+		r.cfg.OwnWrite(r.Position(seq))
+	}
 	for {
 		cur := r.ownLast.Load()
 		if seq <= cur || r.ownLast.CompareAndSwap(cur, seq) {
