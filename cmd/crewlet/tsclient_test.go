@@ -152,18 +152,26 @@ func steps() []step {
 		op(s(kbtools.NamePurgePage, map[string]any{"id": "${PAGE}"}, expectOK)),
 		op(s(kbtools.NameGetPage, map[string]any{"id": "${PAGE}"}, "deleted")),
 		op(s(kbtools.NamePurgePage, map[string]any{"id": "${PAGE}"}, "deleted")),
+	}, fleetSteps(), similarSteps(), lifeSteps(), end)
+}
 
-		op(s(fleettools.NameRetentionStatus, map[string]any{}, expectOK)),
-		op(s(fleettools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument")),
-		op(s(usagetools.NameUsageReport, map[string]any{}, expectOK)),
-		op(s(usagetools.NameUsageReport, map[string]any{"from": "2026-13-01"}, "invalid_argument")),
+// fleetSteps are the operator's fleet and usage tools (operator only).
+func fleetSteps() []step {
+	op := func(tool string, args map[string]any, expect string) step {
+		return step{Tool: tool, Args: args, Expect: expect, OperatorOnly: true}
+	}
+	return []step{
+		op(fleettools.NameRetentionStatus, map[string]any{}, expectOK),
+		op(fleettools.NameRetentionStatus, map[string]any{"level": "stale"}, "invalid_argument"),
+		op(usagetools.NameUsageReport, map[string]any{}, expectOK),
+		op(usagetools.NameUsageReport, map[string]any{"from": "2026-13-01"}, "invalid_argument"),
 		// A name no node has: the gate is written all the same, and
 		// touches nobody here.
-		op(s(fleettools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
-		op(s(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument")),
-		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK)),
-		op(s(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument")),
-	}, similarSteps(), lifeSteps(), end)
+		op(fleettools.NameEvictNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK),
+		op(fleettools.NameEvictNode, map[string]any{"node": "no such node!"}, "invalid_argument"),
+		op(fleettools.NameReadmitNode, map[string]any{"node": "ghost-${GHOST}"}, expectOK),
+		op(fleettools.NameReadmitNode, map[string]any{"node": "ghost\nnode"}, "invalid_argument"),
+	}
 }
 
 // similarSteps call the duplicate finder before a create (title and
