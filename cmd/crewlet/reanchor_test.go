@@ -90,7 +90,8 @@ func waitVerdicts(t *testing.T, bin string, s *Serve, what string, ok func(map[s
 // re-anchored (crewlet retention reanchor --case recreated) with no
 // restart: generation 2, its rows kept, serving reads and writes. The
 // other two find the generation passed (statelog_generation_passed) and,
-// restarted, adopt a snapshot of the new generation on their own.
+// restarted, ask the fleet for a snapshot at the new generation
+// (statelog_behind_a_reanchor) and adopt it on their own.
 func TestChildFleetReanchorRecreated(t *testing.T) {
 	f := startChildFleet(t)
 	defer func() {
@@ -141,8 +142,10 @@ func TestChildFleetReanchorRecreated(t *testing.T) {
 	for i := 1; i < 3; i++ {
 		f.serves[i].Stop(t)
 		f.restart(t, i)
-		if !strings.Contains(f.serves[i].Stderr.String(), `"msg":"statelog_adopted"`) {
-			t.Fatalf("n%d restarted without adopting the new generation:\n%s", i+1, f.serves[i].Stderr)
+		for _, want := range []string{`"msg":"statelog_behind_a_reanchor"`, `"msg":"statelog_adopted"`} {
+			if !strings.Contains(f.serves[i].Stderr.String(), want) {
+				t.Fatalf("n%d restarted without %s (adopting the new generation):\n%s", i+1, want, f.serves[i].Stderr)
+			}
 		}
 		c := f.serves[i].HTTPClient(t)
 		if got := callRetry(t, c, "get_work_item", map[string]any{"key": "ENG-2"})["item"].(map[string]any)["title"]; got != "after" {

@@ -113,7 +113,7 @@ func StartRegister(ctx context.Context, cfg RegisterConfig) (*Register, error) {
 	// read it yet knows no more than one that cannot, and would refuse
 	// floor_unknown until its next beat.
 	deadline := time.Now().Add(time.Minute)
-	for !r.readFloors(ctx) && ctx.Err() == nil && time.Now().Before(deadline) {
+	for r.readFloors(ctx) != nil && ctx.Err() == nil && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	for _, rep := range cfg.Replicas {
@@ -226,11 +226,21 @@ func (r *Register) Beat(ctx context.Context) {
 			rep.SetPublished(p.Seq, r.cfg.Clock.Now())
 		}
 	}
-	r.readFloors(ctx)
+	ferr := r.readFloors(ctx)
 	// Read the whole register back on every beat, so a node cut off from
 	// the register's leader can still say what it last saw.
 	all, rerr := ReadAll(ctx, r.kv)
-	if rerr == nil {
+	switch {
+	case rerr != nil:
+	case ferr != nil:
+		// Which generation the fleet is on is not established: judge
+		// neither it nor the truncation, and leave both verdicts where
+		// they were. The peer whose rows hold what a log lost is usually
+		// the one that then re-anchors past it, so judging the truncation
+		// alone could lift that fence on the very beat that cannot yet
+		// say the passed verdict replaces it.
+		r.log.Warn(statelog.EvGenerationsUnread, engine.LogErr, ferr.Error())
+	default:
 		r.judgeGenerations(ctx, all)
 		r.judgeTruncation(ctx, all)
 	}
@@ -270,7 +280,7 @@ func (r *Register) judgeGenerations(ctx context.Context, all []Position) {
 		// verdict names an adoption or a reanchor (abandoned).
 		evicted, err := rep.EvictedNodes(ctx)
 		if err != nil {
-			r.log.Warn("statelog_generation_holder_unread", engine.LogDomain, string(rep.Domain()), "peer", peer, "generation", top, engine.LogErr, err.Error())
+			r.log.Warn(statelog.EvGenerationHolderUnread, engine.LogDomain, string(rep.Domain()), "peer", peer, "generation", top, engine.LogErr, err.Error())
 			continue
 		}
 		rep.GenerationPassed(ctx, peer, top, slices.Contains(evicted, peer))
@@ -318,16 +328,19 @@ func (r *Register) judgeTruncation(ctx context.Context, all []Position) {
 // readFloors hands each replica its log's published trim floor, or the
 // error that kept it from being read (the replica refuses floor_unknown
 // unless its rows stand at or past a position the register took from it
-// moments ago, which the floor is never past: a floor is never guessed). A floor published
-// for another
+// moments ago, which the floor is never past: a floor is never guessed),
+// and answers the first such error. A floor published for another
 // stream or generation than the replica's rows is none of its business.
-func (r *Register) readFloors(ctx context.Context) (all bool) {
-	all = true
+func (r *Register) readFloors(ctx context.Context) error {
+	var first error
 	for _, rep := range r.cfg.Replicas {
 		f, _, ok, err := r.floors.Read(ctx, rep.Domain())
 		if err != nil {
-			rep.SetFloor(0, fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err))
-			all = false
+			err = fmt.Errorf("the trim floors %s cannot be read: %w", FloorBucket, err)
+			rep.SetFloor(0, err)
+			if first == nil {
+				first = err
+			}
 			continue
 		}
 		if !ok || f.Stream != rep.Stream() || f.Generation != rep.Generation() {
@@ -336,7 +349,7 @@ func (r *Register) readFloors(ctx context.Context) (all bool) {
 		}
 		rep.SetFloor(f.Through, nil)
 	}
-	return all
+	return first
 }
 
 // Floors is where the trim floors are published.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/fleet"
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -297,6 +298,7 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 	}
 	sort.Strings(below)
 	n.cfg.Logger.Warn(snapshot.EvBelowTheFloor, engine.LogComponent, engine.ComponentEngine, "domains", strings.Join(below, ", "))
+	n.behindAReanchor(ctx, have)
 	wait := n.cfg.Retention.AdoptWait
 	if wait == 0 {
 		wait = DefaultAdoptWait
@@ -311,6 +313,46 @@ func (n *Node) adoptIfBelowFloor(ctx context.Context) error {
 		n.snaps.held = true
 	}
 	return nil
+}
+
+// behindAReanchor writes statelog_behind_a_reanchor where the boot asks
+// the fleet for a snapshot because a peer re-anchored a log past this
+// node's generation: the positions register shows a peer on the same
+// stream in a later generation than this node's checkpoint. The register
+// unread says nothing here: the adoption that follows is the same.
+func (n *Node) behindAReanchor(ctx context.Context, have map[string]snapshot.Point) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	kv, err := n.broker.JS.KeyValue(rctx, fleet.Bucket)
+	if err != nil {
+		return
+	}
+	all, err := fleet.ReadAll(rctx, kv)
+	if err != nil {
+		return
+	}
+	var domains, gens []string
+	for _, d := range n.domains {
+		name := string(d.spec.Name())
+		cp, ok := have[name]
+		if !ok || cp.Generation == 0 {
+			continue // nothing of this log here yet: no reanchor to be behind
+		}
+		top := cp.Generation
+		for _, p := range all {
+			if p.Node != n.cfg.Name && string(p.Domain) == name && p.Stream == d.spec.Stream {
+				top = max(top, p.Generation)
+			}
+		}
+		if top > cp.Generation {
+			domains = append(domains, name)
+			gens = append(gens, fmt.Sprintf("%s at %d (this node's rows at %d)", name, top, cp.Generation))
+		}
+	}
+	if len(domains) > 0 {
+		n.cfg.Logger.Warn(statelog.EvBehindAReanchor, engine.LogComponent, engine.ComponentEngine,
+			"domains", strings.Join(domains, ", "), "generations", strings.Join(gens, ", "))
+	}
 }
 
 // floors reads every log's first sequence and creation instant.

@@ -309,3 +309,50 @@ func TestLogTruncatedByAPeersRows(t *testing.T) {
 	w, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "OPS", "ops")
 	enginetest.Landed(t, n, engine.DomainTracker, w.WriteResult, err)
 }
+
+// TestUnreadGenerationsJudgeNothing: a beat that reads the positions
+// register but not the trim floors cannot establish which generation the
+// fleet is on. It writes statelog_generations_unread and judges neither
+// that nor the truncation: a peer past the log's end, which would
+// otherwise fence this node's writes log_truncated, changes nothing.
+func TestUnreadGenerationsJudgeNothing(t *testing.T) {
+	ctx := context.Background()
+	rec := enginetest.NewRecorder()
+	n := enginetest.OpenNode(t, node.Config{DataDir: t.TempDir(), HeartbeatInterval: 20 * time.Millisecond, Logger: rec.Logger()})
+	mustProject(t, n.Tracker(), "ENG")
+	if err := n.Broker().JS.DeleteStream(ctx, fleet.FloorBucket); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(t, rec, statelog.EvGenerationsUnread, 1)
+	info, err := n.Log(engine.DomainTracker).Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := fleet.Position{Node: "n7", Domain: engine.DomainTracker, Stream: engine.StreamTracker, Generation: 1,
+		Seq: info.LastSeq + 40, AppliedThrough: info.LastSeq + 40, StreamCreatedAt: info.Created.UTC(), BeatAt: time.Now().UTC()}
+	b, _ := json.Marshal(peer)
+	if _, err := n.Register().KV().Put(ctx, fleet.Key("n7", engine.DomainTracker), b); err != nil {
+		t.Fatal(err)
+	}
+	// Three beats after the peer's position is in the register.
+	waitLines(t, rec, statelog.EvGenerationsUnread, len(rec.Lines(statelog.EvGenerationsUnread))+3)
+	if l := rec.Lines(statelog.EvLogTruncated); len(l) > 0 {
+		t.Fatalf("a beat that could not read the floors judged the truncation: %+v", l[0])
+	}
+	if l := rec.Lines(statelog.EvGenerationsUnread)[0]; l.Attrs[engine.LogComponent] != engine.ComponentEngine || l.Attrs[engine.LogErr] == nil {
+		t.Fatalf("%s: %+v", statelog.EvGenerationsUnread, l)
+	}
+	w, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "OPS", "ops")
+	enginetest.Landed(t, n, engine.DomainTracker, w.WriteResult, err)
+}
+
+// waitLines waits until rec holds at least count lines named msg.
+func waitLines(t *testing.T, rec *enginetest.Recorder, msg string, count int) {
+	t.Helper()
+	enginetest.CheckFor(t, 30*time.Second, 10*time.Millisecond, func() error {
+		if got := len(rec.Lines(msg)); got < count {
+			return fmt.Errorf("%d %s lines, want %d", got, msg, count)
+		}
+		return nil
+	})
+}

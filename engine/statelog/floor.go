@@ -84,7 +84,7 @@ func (r *Replica) Floor() (uint64, error) {
 		return r.floor.through, nil
 	}
 	f := &r.floor
-	if f.published > 0 && r.Applied() >= f.published && !r.evicted.Load() && r.cfg.Clock.Now().Sub(f.publishedAt) <= PublishedFresh {
+	if !f.publishedAt.IsZero() && r.Applied() >= f.published && !r.evicted.Load() && r.cfg.Clock.Now().Sub(f.publishedAt) <= PublishedFresh {
 		return r.floor.through, nil
 	}
 	return r.floor.through, r.floor.err

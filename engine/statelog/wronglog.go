@@ -43,6 +43,15 @@ const (
 	EvLogDiverged          = "statelog_log_diverged"
 	EvCheckpointUnverified = "statelog_checkpoint_unverified"
 	EvGenerationPassed     = "statelog_generation_passed"
+	// EvGenerationHolderUnread: a beat could not read whether the peer
+	// that opened a passed generation is evicted (engine/fleet).
+	EvGenerationHolderUnread = "statelog_generation_holder_unread"
+	// EvGenerationsUnread: a beat read the positions register but could
+	// not establish which generation the fleet is on (engine/fleet).
+	EvGenerationsUnread = "statelog_generations_unread"
+	// EvBehindAReanchor: a boot asks the fleet for a snapshot at a
+	// generation a peer re-anchored its log into (engine/node).
+	EvBehindAReanchor = "statelog_behind_a_reanchor"
 )
 
 // WrongLog is the verdict that this node's log is not its rows' log.
