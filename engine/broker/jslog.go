@@ -41,6 +41,11 @@ type Log struct {
 	comb *combiner
 	// barrierReads: LastSeq never answers (SetBarrierReads).
 	barrierReads atomic.Bool
+	// replicatedAt is when (unix nanoseconds) LastSeq last found the
+	// stream replicated: its answer is not asked again for
+	// replicatedRecheck, so a linearizable read at three replicas costs
+	// its barrier alone, not a stream info request first.
+	replicatedAt atomic.Int64
 	// ownReader: this node's reader of a replicated stream is one replica
 	// on its own broker server (SetOwnReader, place.go).
 	ownReader bool
@@ -253,21 +258,37 @@ var _ statelog.EndReader = (*Log)(nil)
 // there (ok false: append a barrier). The replicas are read from the
 // answer itself, not from when the log was opened: an operator may have
 // scaled the stream since.
+//
+// A stream found replicated is not asked again for replicatedRecheck (a
+// stream scaled down to one replica is read by its end from then on); a
+// stream scaled up meanwhile says so in the answer itself. A question
+// that goes unanswered is ok false with no error: the barrier the caller
+// then appends is what says why the log cannot be reached (no quorum on a
+// node cut off from its peers, no answer from a broker that is gone).
 func (l *Log) LastSeq(ctx context.Context) (uint64, bool, error) {
 	if l.barrierReads.Load() {
+		return 0, false, nil
+	}
+	if at := l.replicatedAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < replicatedRecheck {
 		return 0, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
 	info, err := l.stream.Info(ctx)
 	if err != nil {
-		return 0, false, classify(err)
-	}
-	if info.Config.Replicas > 1 {
 		return 0, false, nil
 	}
+	if info.Config.Replicas > 1 {
+		l.replicatedAt.Store(time.Now().UnixNano())
+		return 0, false, nil
+	}
+	l.replicatedAt.Store(0)
 	return info.State.LastSeq, true, nil
 }
+
+// replicatedRecheck is how long a stream found replicated is taken to
+// still be (LastSeq).
+const replicatedRecheck = 30 * time.Second
 
 // PurgeThrough removes every record at or below seq (the broker's purge
 // keeps seq+1 on). Purging through a sequence already purged removes
