@@ -50,6 +50,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"append":           (*harness).appendRecord,
 	"append-gate":      (*harness).appendGate,
 	"sweep":            (*harness).sweep,
+	"forget":           (*harness).forget,
 	"rows":             (*harness).inspect,
 	"ledger":           (*harness).inspect,
 	"anchors":          (*harness).inspect,
@@ -391,6 +392,27 @@ func (h *harness) sweep(t *testing.T, td *datadriven.TestData, say func(string, 
 	return nil
 }
 
+// forget runs forget: N's ledger loses op's row, and nothing else (no
+// sweep, so no watermark says it may have): the row a write's answer
+// cannot find. The invariant stops expecting it, as after a sweep.
+func (h *harness) forget(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	n := h.node(t, td)
+	var opName string
+	td.ScanArgs(t, "op", &opName)
+	o := h.ops[opName]
+	if o == nil {
+		td.Fatalf(t, "no op %s", opName)
+	}
+	res, err := n.db.ExecContext(context.Background(), `DELETE FROM statelog_ledger WHERE op_id = ?`, o.id.String())
+	if err != nil {
+		return err
+	}
+	deleted, _ := res.RowsAffected()
+	n.swept[o.id.String()] = true
+	say("%s: forgot %d", n.name, deleted)
+	return nil
+}
+
 // inspect runs the commands that print: a node's rows, ledger, anchors
 // and checkpoint, its reader, the stream's publishes and messages, and a
 // node's logs.
@@ -480,7 +502,13 @@ func (h *harness) write(t *testing.T, td *datadriven.TestData, say func(string, 
 		ifMatch = &v
 		args["if_match"] = v
 	}
-	op, err := h.op(opName, td.Cmd, key, ledger.Digest(kind, args))
+	form := ""
+	for _, f := range []string{"foreign", "client"} {
+		if td.HasArg(f) {
+			form = f
+		}
+	}
+	op, err := h.opFrom(opName, form, td.Cmd, key, ledger.Digest(kind, args))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/google/uuid"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
@@ -339,6 +340,38 @@ func (h *harness) op(name, verb, object, digest string) (statelog.Op, error) {
 	id, err := ledger.Derive("dd-"+name, h.stream.Now(), verb, object, digest, 0)
 	if err != nil {
 		return statelog.Op{}, err
+	}
+	h.ops[name] = &ddOp{id: id}
+	h.opNames[id.String()] = name
+	return statelog.Op{ID: id, Digest: digest, Vouched: true}, nil
+}
+
+// opFrom is op for a write whose id comes from outside the engine
+// (write's foreign or client argument), made on first use like op:
+// foreign is an id the engine did not mint (a version 4 UUID, no
+// instant); client is a key the client minted itself at the stream's
+// clock (a v7 UUID in its client form, ledger.ForCall's). Either is the
+// caller's word for this call, so vouched for.
+func (h *harness) opFrom(name, form, verb, object, digest string) (statelog.Op, error) {
+	if o := h.ops[name]; o != nil {
+		return statelog.Op{ID: o.id, Digest: digest, Vouched: true}, nil
+	}
+	var id ledger.OpID
+	switch form {
+	case "foreign":
+		id = ledger.OpID{UUID: uuid.New(), Verb: verb, Object: object}
+	case "client":
+		u, err := ledger.NewV7At(h.stream.Now())
+		if err != nil {
+			return statelog.Op{}, err
+		}
+		call, err := ledger.ForCall(h.stream.Now(), u.String(), "", time.Time{}, 0, verb, object, digest)
+		if err != nil {
+			return statelog.Op{}, err
+		}
+		id = call.ID
+	default:
+		return h.op(name, verb, object, digest)
 	}
 	h.ops[name] = &ddOp{id: id}
 	h.opNames[id.String()] = name
