@@ -29,6 +29,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"put":              (*harness).write,
 	"add":              (*harness).write,
 	"del":              (*harness).write,
+	"walk":             (*harness).walk,
 	"evict":            (*harness).gate,
 	"readmit":          (*harness).gate,
 	"await":            (*harness).waitFor,
@@ -165,6 +166,46 @@ func (h *harness) gate(t *testing.T, td *datadriven.TestData, say func(string, .
 	}
 	w, err := statelog.GateNode(n.rep, ctx, op, target, td.Cmd == "evict")
 	say("%s: %s", opName, written(w, err))
+	return nil
+}
+
+// walk runs walk: a gesture under op, a put of value on each of keys in
+// order (statelog.Walk, as the tracker's moves and merges write theirs),
+// each step under the op id derived from the gesture's and its key. It
+// prints each step's answer, then where the walk stopped.
+func (h *harness) walk(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	ctx := context.Background()
+	n := h.node(t, td)
+	var opName, keys, value string
+	td.ScanArgs(t, "op", &opName)
+	td.ScanArgs(t, "keys", &keys)
+	td.ScanArgs(t, "value", &value)
+	op, err := h.op(opName, "walk", "kv", ledger.Digest("kv.walk", map[string]any{"keys": keys, "value": value}))
+	if err != nil {
+		return err
+	}
+	defer h.warmed()
+	w := statelog.NewWalk(op)
+	for _, key := range strings.Split(keys, ",") {
+		sid, err := ledger.Step(op.ID, "put", key)
+		if err != nil {
+			return err
+		}
+		h.opNames[sid.String()] = opName + "/" + key
+		p := kvPayload{Key: key, Value: value}
+		var answer statelog.Written
+		ok, err := w.Step(ctx, n.rep, "put", key, key, func(ctx context.Context, op statelog.Op) (statelog.Written, error) {
+			var err error
+			answer, err = n.rep.Write(ctx, op, kvDecide("kv.put", p, nil))
+			return answer, err
+		})
+		say("%s/%s: %s", opName, key, written(answer, err))
+		if !ok {
+			say("%s: stopped at %s (%s)", opName, w.Stop.Label, w.Outcome)
+			return nil
+		}
+	}
+	say("%s: done", opName)
 	return nil
 }
 
