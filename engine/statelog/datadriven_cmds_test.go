@@ -56,6 +56,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"ledger":           (*harness).inspect,
 	"anchors":          (*harness).inspect,
 	"checkpoint":       (*harness).inspect,
+	"replication":      (*harness).inspect,
 	"reader":           (*harness).inspect,
 	"publishes":        (*harness).inspect,
 	"messages":         (*harness).inspect,
@@ -467,6 +468,13 @@ func (h *harness) inspect(t *testing.T, td *datadriven.TestData, say func(string
 			return err
 		}
 		h.show(td.Cmd, st, say)
+		return nil
+
+	case "replication":
+		// What the node publishes about its own replication (the
+		// retention report's row): its checkpoint and the prefix applied.
+		st := h.node(t, td).rep.Replication(ctx)
+		say("seen_through=%d applied_through=%d complete=%v level=%s", st.SeenThrough.Seq, st.AppliedThrough.Seq, st.Complete, st.Level)
 		return nil
 
 	case "reader":
