@@ -132,6 +132,11 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		lastErr = err
 		r.cfg.Metrics.TxAborted()
 		if attempt == 0 {
+			// The log holds what it delivered, whether or not it commits
+			// here: a node whose apply fails reports its lag against it.
+			for _, d := range batch {
+				r.noteLogEnd(d.Seq + d.Pending)
+			}
 			started = time.Now()
 			r.log.Warn(engine.EvApplyRetrying, engine.LogErr, err.Error(), engine.LogStream, r.stream,
 				engine.LogPosition, r.Position(cp.Seq).Token())
