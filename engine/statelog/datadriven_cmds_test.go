@@ -51,6 +51,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"append":           (*harness).appendRecord,
 	"append-gate":      (*harness).appendGate,
 	"sweep":            (*harness).sweep,
+	"floor":            (*harness).floor,
 	"forget":           (*harness).forget,
 	"rows":             (*harness).inspect,
 	"ledger":           (*harness).inspect,
@@ -97,23 +98,11 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 		td.ScanArgs(t, "node", &name)
 		n := h.nodes[name]
 		if n == nil {
-			n = &ddNode{name: name, path: filepath.Join(h.dir, name+".db"), logs: &recorder{}, swept: map[string]bool{}, writeWait: *scriptBudget, readBudget: *scriptBudget, resume: make(chan struct{})}
+			n = &ddNode{name: name, path: filepath.Join(h.dir, name+".db"), logs: &recorder{}, swept: map[string]bool{}, writeWait: *scriptBudget, readBudget: *scriptBudget,
+				retryBudget: 5 * time.Second, resume: make(chan struct{})}
 			h.nodes[name] = n
 		}
-		if td.HasArg("write_wait") {
-			n.writeWait = durationArg(t, td, "write_wait")
-		}
-		if td.HasArg("read_budget") {
-			n.readBudget = durationArg(t, td, "read_budget")
-		}
-		if td.HasArg("election") {
-			n.election = durationArg(t, td, "election")
-		}
-		if td.HasArg("format") {
-			// The build it opens with: one reading formats up to N (an
-			// older build, or the next one after an upgrade).
-			td.ScanArgs(t, "format", &n.formatVersion)
-		}
+		n.configure(t, td)
 		if n.rep != nil {
 			td.Fatalf(t, "node %s is open", name)
 		}
@@ -151,6 +140,28 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 	}
 	td.Fatalf(t, "unknown command %q", td.Cmd)
 	return nil
+}
+
+// configure reads open's options for n: its budgets, its log's election
+// bound and the build it opens with.
+func (n *ddNode) configure(t *testing.T, td *datadriven.TestData) {
+	if td.HasArg("write_wait") {
+		n.writeWait = durationArg(t, td, "write_wait")
+	}
+	if td.HasArg("read_budget") {
+		n.readBudget = durationArg(t, td, "read_budget")
+	}
+	if td.HasArg("retry_budget") {
+		n.retryBudget = durationArg(t, td, "retry_budget")
+	}
+	if td.HasArg("election") {
+		n.election = durationArg(t, td, "election")
+	}
+	if td.HasArg("format") {
+		// The build it opens with: one reading formats up to N (an
+		// older build, or the next one after an upgrade).
+		td.ScanArgs(t, "format", &n.formatVersion)
+	}
 }
 
 // gate runs evict and readmit: the node gate, appended through the write
@@ -375,6 +386,9 @@ func (h *harness) applyFault(t *testing.T, td *datadriven.TestData, say func(str
 		td.MaybeScanArgs(t, "count", &count)
 		n.mu.Lock()
 		n.failCommits += count
+		if td.HasArg("off") {
+			n.failCommits = 0 // the next retry commits
+		}
 		n.mu.Unlock()
 		return nil
 	}
@@ -431,6 +445,16 @@ func (h *harness) sweep(t *testing.T, td *datadriven.TestData, say func(string, 
 		}
 	}
 	say("%s: swept %d", n.name, deleted)
+	return nil
+}
+
+// floor runs floor: N's heartbeat hands it the log's published trim
+// floor (Replica.SetFloor): every record at or below through is one the
+// trim may have removed.
+func (h *harness) floor(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	var through uint64
+	td.ScanArgs(t, "through", &through)
+	h.node(t, td).rep.SetFloor(through, nil)
 	return nil
 }
 
@@ -607,6 +631,8 @@ func (h *harness) read(t *testing.T, td *datadriven.TestData, say func(string, .
 		err = read(context.Background())
 	}
 	switch {
+	case err == nil && td.HasArg("lag"):
+		say("%s=%s version=%d seen_through=%d level=%s lag=%s", key, row.Value, row.Version, info.SeenThrough.Seq, info.Level, lagOf(info.Lag))
 	case err == nil:
 		say("%s=%s version=%d seen_through=%d level=%s", key, row.Value, row.Version, info.SeenThrough.Seq, info.Level)
 	default:
@@ -695,4 +721,12 @@ func durationArg(t *testing.T, td *datadriven.TestData, key string) time.Duratio
 		td.Fatalf(t, "%s: %v", key, err)
 	}
 	return d
+}
+
+// lagOf prints a read's lag: records behind, "none" where it carries none.
+func lagOf(l *engine.Lag) string {
+	if l == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d", l.Seq)
 }

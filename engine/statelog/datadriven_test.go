@@ -108,6 +108,9 @@ type ddNode struct {
 	readBudget time.Duration
 	// election is the log's ElectionBound (open's election=D; 0 unset).
 	election time.Duration
+	// retryBudget is how long the applier retries a failure before it is
+	// faulted (open's retry_budget=D; 5s unset).
+	retryBudget time.Duration
 	// formatVersion is the newest record format the node's build reads
 	// (open's format=N; 0: this build's, record.FormatVersion).
 	formatVersion int
@@ -188,7 +191,7 @@ func (h *harness) open(ctx context.Context, n *ddNode) error {
 	rep, err := statelog.Open(ctx, statelog.Config{
 		Node: n.name, DB: db, Log: h.stream.Log(n.name), Domain: kvDomain{}, Clock: h.stream,
 		Logger: slog.New(n.logs), Publishing: true,
-		RetryBudget: 5 * time.Second, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
+		RetryBudget: n.retryBudget, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
 		ElectionBound: n.election, FormatVersion: n.format(),
 		BeforeCommit: func(*sql.Tx, uint64) error { return n.beforeCommit() },
 	})
@@ -256,9 +259,13 @@ func (n *ddNode) resumeApply() {
 func (h *harness) settledNode(n *ddNode) bool {
 	n.mu.Lock()
 	parked := n.paused && n.blocked
+	failing := n.failCommits > 0
 	n.mu.Unlock()
 	if parked || n.logs.count(engine.EvApplierStopped) > 0 {
 		return true // parked by the script, or stopped for good
+	}
+	if failing && n.logs.count(engine.EvApplyFaulted) > n.logs.count(engine.EvApplyRecovered) {
+		return true // retrying the script's failures past its budget: faulted
 	}
 	return h.stream.Idle(n.name) && n.logs.count(engine.EvApplyRetrying) == n.logs.count(engine.EvApplyRecovered)
 }
