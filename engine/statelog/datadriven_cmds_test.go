@@ -29,6 +29,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"put":              (*harness).write,
 	"add":              (*harness).write,
 	"del":              (*harness).write,
+	"purge":            (*harness).write,
 	"walk":             (*harness).walk,
 	"evict":            (*harness).gate,
 	"readmit":          (*harness).gate,
