@@ -132,6 +132,11 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		lastErr = err
 		r.cfg.Metrics.TxAborted()
 		if attempt == 0 {
+			// The log holds what it delivered, whether or not it commits
+			// here: a node whose apply fails reports its lag against it.
+			for _, d := range batch {
+				r.noteLogEnd(d.Seq + d.Pending)
+			}
 			started = time.Now()
 			r.log.Warn(engine.EvApplyRetrying, engine.LogErr, err.Error(), engine.LogStream, r.stream,
 				engine.LogPosition, r.Position(cp.Seq).Token())
@@ -158,8 +163,9 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 // at all.
 //
 // used is how many deliveries of batch the transaction took: all of them,
-// or fewer where the rows the domain wrote reached MaxTxRows, so another
-// writer of the database waits behind at most one such transaction.
+// or fewer where the rows the domain wrote reached MaxTxRows, or the next
+// record would take them past it (RowsAhead), so another writer of the
+// database waits behind at most one such transaction.
 func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Delivery) (_ Checkpoint, applied, used, rows int, _ error) {
 	if r.cfg.Disabled != nil {
 		if err := r.cfg.Disabled(); err != nil {
@@ -185,14 +191,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	ctx = context.WithoutCancel(ctx)
 	r.bound = sqlite.NewBound(tx)
 	defer func() { r.bound = nil }()
-	// What an earlier try of this batch noted never committed.
-	clear(r.anchors)
-	r.ledger.reset()
-	r.observers.reset()
-	r.landed.reset()
-	r.answers.reset()
-	r.held = nil
-	r.cover = nil
+	r.resetBatch()
 	if err := r.ledger.ask(ctx, sqlite.Cached{Tx: tx, S: r.stmts, B: r.bound}, batch, cp.Seq); err != nil {
 		return cp, 0, 0, 0, err
 	}
@@ -203,6 +202,14 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 	for i, d := range batch {
 		if rows >= MaxTxRows {
 			break
+		}
+		var dec decoded
+		if d.Seq > cp.Seq {
+			// A record that would take the transaction past MaxTxRows
+			// begins the next one (a record is never split).
+			if dec = ahead.at(i, d, r.format); rows > 0 && rows+r.rowsAhead(dec) > MaxTxRows {
+				break
+			}
 		}
 		used++
 		if d.Seq <= cp.Seq {
@@ -220,7 +227,7 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 			}
 			applied, retained, unknown = applied+n, retained+held, unknown+heldUnknown
 		}
-		held, g, err := r.applyOne(ctx, tx, &cp, d, ahead.at(i, d, r.format), &rows)
+		held, g, err := r.applyOne(ctx, tx, &cp, d, dec, &rows)
 		if err != nil {
 			return cp, 0, 0, 0, err
 		}
@@ -237,6 +244,28 @@ func (r *Replica) applyBatch(ctx context.Context, cp Checkpoint, batch []Deliver
 		return cp, 0, 0, 0, err
 	}
 	return cp, applied, used, rows, nil
+}
+
+// resetBatch forgets what an earlier try of the batch noted: it never
+// committed.
+func (r *Replica) resetBatch() {
+	clear(r.anchors)
+	r.ledger.reset()
+	r.observers.reset()
+	r.landed.reset()
+	r.answers.reset()
+	r.held = nil
+	r.cover = nil
+}
+
+// rowsAhead is what the domain expects a decoded record to write (0 where
+// it cannot say: RowsAhead).
+func (r *Replica) rowsAhead(dec decoded) int {
+	ra, ok := r.cfg.Domain.(RowsAhead)
+	if !ok || dec.err != nil || dec.rec == nil {
+		return 0
+	}
+	return ra.RowsAhead(dec.rec)
 }
 
 // commitBatch ends a batch's transaction: the ledger rows and anchors it

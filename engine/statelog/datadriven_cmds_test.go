@@ -29,6 +29,8 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"put":              (*harness).write,
 	"add":              (*harness).write,
 	"del":              (*harness).write,
+	"purge":            (*harness).write,
+	"walk":             (*harness).walk,
 	"evict":            (*harness).gate,
 	"readmit":          (*harness).gate,
 	"await":            (*harness).waitFor,
@@ -50,10 +52,13 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"append":           (*harness).appendRecord,
 	"append-gate":      (*harness).appendGate,
 	"sweep":            (*harness).sweep,
+	"floor":            (*harness).floor,
+	"forget":           (*harness).forget,
 	"rows":             (*harness).inspect,
 	"ledger":           (*harness).inspect,
 	"anchors":          (*harness).inspect,
 	"checkpoint":       (*harness).inspect,
+	"replication":      (*harness).inspect,
 	"reader":           (*harness).inspect,
 	"publishes":        (*harness).inspect,
 	"messages":         (*harness).inspect,
@@ -94,23 +99,11 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 		td.ScanArgs(t, "node", &name)
 		n := h.nodes[name]
 		if n == nil {
-			n = &ddNode{name: name, path: filepath.Join(h.dir, name+".db"), logs: &recorder{}, swept: map[string]bool{}, writeWait: *scriptBudget, readBudget: *scriptBudget, resume: make(chan struct{})}
+			n = &ddNode{name: name, path: filepath.Join(h.dir, name+".db"), logs: &recorder{}, swept: map[string]bool{}, writeWait: *scriptBudget, readBudget: *scriptBudget,
+				retryBudget: 5 * time.Second, resume: make(chan struct{})}
 			h.nodes[name] = n
 		}
-		if td.HasArg("write_wait") {
-			n.writeWait = durationArg(t, td, "write_wait")
-		}
-		if td.HasArg("read_budget") {
-			n.readBudget = durationArg(t, td, "read_budget")
-		}
-		if td.HasArg("election") {
-			n.election = durationArg(t, td, "election")
-		}
-		if td.HasArg("format") {
-			// The build it opens with: one reading formats up to N (an
-			// older build, or the next one after an upgrade).
-			td.ScanArgs(t, "format", &n.formatVersion)
-		}
+		n.configure(t, td)
 		if n.rep != nil {
 			td.Fatalf(t, "node %s is open", name)
 		}
@@ -150,6 +143,28 @@ func (h *harness) lifecycle(t *testing.T, td *datadriven.TestData, say func(stri
 	return nil
 }
 
+// configure reads open's options for n: its budgets, its log's election
+// bound and the build it opens with.
+func (n *ddNode) configure(t *testing.T, td *datadriven.TestData) {
+	if td.HasArg("write_wait") {
+		n.writeWait = durationArg(t, td, "write_wait")
+	}
+	if td.HasArg("read_budget") {
+		n.readBudget = durationArg(t, td, "read_budget")
+	}
+	if td.HasArg("retry_budget") {
+		n.retryBudget = durationArg(t, td, "retry_budget")
+	}
+	if td.HasArg("election") {
+		n.election = durationArg(t, td, "election")
+	}
+	if td.HasArg("format") {
+		// The build it opens with: one reading formats up to N (an
+		// older build, or the next one after an upgrade).
+		td.ScanArgs(t, "format", &n.formatVersion)
+	}
+}
+
 // gate runs evict and readmit: the node gate, appended through the write
 // path: every record target publishes after its eviction applies nowhere.
 func (h *harness) gate(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
@@ -164,6 +179,46 @@ func (h *harness) gate(t *testing.T, td *datadriven.TestData, say func(string, .
 	}
 	w, err := statelog.GateNode(n.rep, ctx, op, target, td.Cmd == "evict")
 	say("%s: %s", opName, written(w, err))
+	return nil
+}
+
+// walk runs walk: a gesture under op, a put of value on each of keys in
+// order (statelog.Walk, as the tracker's moves and merges write theirs),
+// each step under the op id derived from the gesture's and its key. It
+// prints each step's answer, then where the walk stopped.
+func (h *harness) walk(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	ctx := context.Background()
+	n := h.node(t, td)
+	var opName, keys, value string
+	td.ScanArgs(t, "op", &opName)
+	td.ScanArgs(t, "keys", &keys)
+	td.ScanArgs(t, "value", &value)
+	op, err := h.op(opName, "walk", "kv", ledger.Digest("kv.walk", map[string]any{"keys": keys, "value": value}))
+	if err != nil {
+		return err
+	}
+	defer h.warmed()
+	w := statelog.NewWalk(op)
+	for _, key := range strings.Split(keys, ",") {
+		sid, err := ledger.Step(op.ID, "put", key)
+		if err != nil {
+			return err
+		}
+		h.opNames[sid.String()] = opName + "/" + key
+		p := kvPayload{Key: key, Value: value}
+		var answer statelog.Written
+		ok, err := w.Step(ctx, n.rep, "put", key, key, func(ctx context.Context, op statelog.Op) (statelog.Written, error) {
+			var err error
+			answer, err = n.rep.Write(ctx, op, kvDecide("kv.put", p, nil))
+			return answer, err
+		})
+		say("%s/%s: %s", opName, key, written(answer, err))
+		if !ok {
+			say("%s: stopped at %s (%s)", opName, w.Stop.Label, w.Outcome)
+			return nil
+		}
+	}
+	say("%s: done", opName)
 	return nil
 }
 
@@ -332,6 +387,9 @@ func (h *harness) applyFault(t *testing.T, td *datadriven.TestData, say func(str
 		td.MaybeScanArgs(t, "count", &count)
 		n.mu.Lock()
 		n.failCommits += count
+		if td.HasArg("off") {
+			n.failCommits = 0 // the next retry commits
+		}
 		n.mu.Unlock()
 		return nil
 	}
@@ -391,6 +449,37 @@ func (h *harness) sweep(t *testing.T, td *datadriven.TestData, say func(string, 
 	return nil
 }
 
+// floor runs floor: N's heartbeat hands it the log's published trim
+// floor (Replica.SetFloor): every record at or below through is one the
+// trim may have removed.
+func (h *harness) floor(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	var through uint64
+	td.ScanArgs(t, "through", &through)
+	h.node(t, td).rep.SetFloor(through, nil)
+	return nil
+}
+
+// forget runs forget: N's ledger loses op's row, and nothing else (no
+// sweep, so no watermark says it may have): the row a write's answer
+// cannot find. The invariant stops expecting it, as after a sweep.
+func (h *harness) forget(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	n := h.node(t, td)
+	var opName string
+	td.ScanArgs(t, "op", &opName)
+	o := h.ops[opName]
+	if o == nil {
+		td.Fatalf(t, "no op %s", opName)
+	}
+	res, err := n.db.ExecContext(context.Background(), `DELETE FROM statelog_ledger WHERE op_id = ?`, o.id.String())
+	if err != nil {
+		return err
+	}
+	deleted, _ := res.RowsAffected()
+	n.swept[o.id.String()] = true
+	say("%s: forgot %d", n.name, deleted)
+	return nil
+}
+
 // inspect runs the commands that print: a node's rows, ledger, anchors
 // and checkpoint, its reader, the stream's publishes and messages, and a
 // node's logs.
@@ -404,6 +493,13 @@ func (h *harness) inspect(t *testing.T, td *datadriven.TestData, say func(string
 			return err
 		}
 		h.show(td.Cmd, st, say)
+		return nil
+
+	case "replication":
+		// What the node publishes about its own replication (the
+		// retention report's row): its checkpoint and the prefix applied.
+		st := h.node(t, td).rep.Replication(ctx)
+		say("seen_through=%d applied_through=%d complete=%v level=%s", st.SeenThrough.Seq, st.AppliedThrough.Seq, st.Complete, st.Level)
 		return nil
 
 	case "reader":
@@ -480,7 +576,13 @@ func (h *harness) write(t *testing.T, td *datadriven.TestData, say func(string, 
 		ifMatch = &v
 		args["if_match"] = v
 	}
-	op, err := h.op(opName, td.Cmd, key, ledger.Digest(kind, args))
+	form := ""
+	for _, f := range []string{"foreign", "client"} {
+		if td.HasArg(f) {
+			form = f
+		}
+	}
+	op, err := h.opFrom(opName, form, td.Cmd, key, ledger.Digest(kind, args))
 	if err != nil {
 		return err
 	}
@@ -530,6 +632,8 @@ func (h *harness) read(t *testing.T, td *datadriven.TestData, say func(string, .
 		err = read(context.Background())
 	}
 	switch {
+	case err == nil && td.HasArg("lag"):
+		say("%s=%s version=%d seen_through=%d level=%s lag=%s", key, row.Value, row.Version, info.SeenThrough.Seq, info.Level, lagOf(info.Lag))
 	case err == nil:
 		say("%s=%s version=%d seen_through=%d level=%s", key, row.Value, row.Version, info.SeenThrough.Seq, info.Level)
 	default:
@@ -618,4 +722,12 @@ func durationArg(t *testing.T, td *datadriven.TestData, key string) time.Duratio
 		td.Fatalf(t, "%s: %v", key, err)
 	}
 	return d
+}
+
+// lagOf prints a read's lag: records behind, "none" where it carries none.
+func lagOf(l *engine.Lag) string {
+	if l == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d", l.Seq)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/google/uuid"
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/record"
@@ -107,6 +108,9 @@ type ddNode struct {
 	readBudget time.Duration
 	// election is the log's ElectionBound (open's election=D; 0 unset).
 	election time.Duration
+	// retryBudget is how long the applier retries a failure before it is
+	// faulted (open's retry_budget=D; 5s unset).
+	retryBudget time.Duration
 	// formatVersion is the newest record format the node's build reads
 	// (open's format=N; 0: this build's, record.FormatVersion).
 	formatVersion int
@@ -187,7 +191,7 @@ func (h *harness) open(ctx context.Context, n *ddNode) error {
 	rep, err := statelog.Open(ctx, statelog.Config{
 		Node: n.name, DB: db, Log: h.stream.Log(n.name), Domain: kvDomain{}, Clock: h.stream,
 		Logger: slog.New(n.logs), Publishing: true,
-		RetryBudget: 5 * time.Second, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
+		RetryBudget: n.retryBudget, WriteWait: n.writeWait, ReadBudget: n.readBudget, PublishTimeout: time.Second,
 		ElectionBound: n.election, FormatVersion: n.format(),
 		BeforeCommit: func(*sql.Tx, uint64) error { return n.beforeCommit() },
 	})
@@ -255,9 +259,13 @@ func (n *ddNode) resumeApply() {
 func (h *harness) settledNode(n *ddNode) bool {
 	n.mu.Lock()
 	parked := n.paused && n.blocked
+	failing := n.failCommits > 0
 	n.mu.Unlock()
 	if parked || n.logs.count(engine.EvApplierStopped) > 0 {
 		return true // parked by the script, or stopped for good
+	}
+	if failing && n.logs.count(engine.EvApplyFaulted) > n.logs.count(engine.EvApplyRecovered) {
+		return true // retrying the script's failures past its budget: faulted
 	}
 	return h.stream.Idle(n.name) && n.logs.count(engine.EvApplyRetrying) == n.logs.count(engine.EvApplyRecovered)
 }
@@ -339,6 +347,38 @@ func (h *harness) op(name, verb, object, digest string) (statelog.Op, error) {
 	id, err := ledger.Derive("dd-"+name, h.stream.Now(), verb, object, digest, 0)
 	if err != nil {
 		return statelog.Op{}, err
+	}
+	h.ops[name] = &ddOp{id: id}
+	h.opNames[id.String()] = name
+	return statelog.Op{ID: id, Digest: digest, Vouched: true}, nil
+}
+
+// opFrom is op for a write whose id comes from outside the engine
+// (write's foreign or client argument), made on first use like op:
+// foreign is an id the engine did not mint (a version 4 UUID, no
+// instant); client is a key the client minted itself at the stream's
+// clock (a v7 UUID in its client form, ledger.ForCall's). Either is the
+// caller's word for this call, so vouched for.
+func (h *harness) opFrom(name, form, verb, object, digest string) (statelog.Op, error) {
+	if o := h.ops[name]; o != nil {
+		return statelog.Op{ID: o.id, Digest: digest, Vouched: true}, nil
+	}
+	var id ledger.OpID
+	switch form {
+	case "foreign":
+		id = ledger.OpID{UUID: uuid.New(), Verb: verb, Object: object}
+	case "client":
+		u, err := ledger.NewV7At(h.stream.Now())
+		if err != nil {
+			return statelog.Op{}, err
+		}
+		call, err := ledger.ForCall(h.stream.Now(), u.String(), "", time.Time{}, 0, verb, object, digest)
+		if err != nil {
+			return statelog.Op{}, err
+		}
+		id = call.ID
+	default:
+		return h.op(name, verb, object, digest)
 	}
 	h.ops[name] = &ddOp{id: id}
 	h.opNames[id.String()] = name

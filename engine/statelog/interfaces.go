@@ -128,6 +128,17 @@ type Domain interface {
 	Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at Applying) error
 }
 
+// RowsAhead is a Domain that can say, from a record it has not applied
+// yet, about how many rows its apply will write (what it will count with
+// Applying.Wrote). The applier ends a transaction before a record that
+// would take it past MaxTxRows, so a bulk update cut into records of up
+// to MaxTxRows rows commits each in a transaction of its own rather than
+// two in one. A domain without it is asked nothing: a transaction ends
+// once its rows reach MaxTxRows.
+type RowsAhead interface {
+	RowsAhead(rec *record.Record) int
+}
+
 // DomainReplica is what a domain's service sees of its replica
 // (*Replica): the write path, the read path, a wait for the applier, and
 // positions. The rest of a Replica (its standing, stats, alarms, capacity,

@@ -29,7 +29,8 @@ func (kvDomain) Schema() string {
 	key     TEXT PRIMARY KEY,
 	value   TEXT NOT NULL,
 	version INTEGER NOT NULL
-) WITHOUT ROWID;`
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kv_purged (key TEXT PRIMARY KEY) WITHOUT ROWID;`
 }
 
 // kvPayload is a kv record's body.
@@ -43,11 +44,39 @@ const (
 	kindPut = "kv.put"
 	kindAdd = "kv.add"
 	kindDel = "kv.del"
+	// kindPurge removes a key for ever: its marker holds every later
+	// record about the key (the deletion gate, kvPurgedGate).
+	kindPurge = "kv.purge"
 )
 
 // Kinds are the kv records at format 1; a script plays a record of a later
 // format with append's version=.
-func (kvDomain) Kinds() map[string]int { return map[string]int{kindPut: 1, kindAdd: 1, kindDel: 1} }
+func (kvDomain) Kinds() map[string]int {
+	return map[string]int{kindPut: 1, kindAdd: 1, kindDel: 1, kindPurge: 1}
+}
+
+// Gates is the kv domain's own gate, the deletion gate.
+func (kvDomain) Gates() []statelog.Gate { return []statelog.Gate{kvPurgedGate{}} }
+
+// GateKinds are the records that install it.
+func (kvDomain) GateKinds() []string { return []string{kindPurge} }
+
+// kvPurgedGate drops every record about a purged key, whoever wrote it
+// and however late it comes, as the tracker's deletion gate does a
+// purged task's.
+type kvPurgedGate struct{}
+
+func (kvPurgedGate) Name() string { return "deleted" }
+
+func (kvPurgedGate) Holds(ctx context.Context, tx statelog.Reader, rec *record.Record, _ uint64) (bool, error) {
+	var p kvPayload
+	if json.Unmarshal(rec.Payload, &p) != nil || p.Key == "" {
+		return false, nil
+	}
+	var purged int
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM kv_purged WHERE key = ?)`, p.Key).Scan(&purged)
+	return purged == 1, err
+}
 
 func kvSubject(key string) string { return statelog.SubjectPrefix(kvName) + "k." + key }
 
@@ -67,6 +96,10 @@ func (kvDomain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at st
 			p.Key, strconv.FormatInt(p.By, 10), at.Seq, p.By)
 	case kindDel:
 		_, err = at.Exec(ctx, tx, `DELETE FROM kv WHERE key = ?`, p.Key)
+	case kindPurge:
+		if _, err = at.Exec(ctx, tx, `INSERT INTO kv_purged(key) VALUES(?) ON CONFLICT DO NOTHING`, p.Key); err == nil {
+			_, err = at.Exec(ctx, tx, `DELETE FROM kv WHERE key = ?`, p.Key)
+		}
 	}
 	return err
 }
@@ -121,8 +154,9 @@ func replayKV(msgs []statelog.StoredMsg, through uint64, format int) kvModel {
 			held[s] = true
 		}
 	}
-	// The node gate: when each node was last evicted and readmitted.
-	evicted, readmitted := map[string]uint64{}, map[string]uint64{}
+	// The node gate: when each node was last evicted and readmitted; the
+	// deletion gate: the keys purged.
+	evicted, readmitted, purged := map[string]uint64{}, map[string]uint64{}, map[string]bool{}
 	for _, msg := range msgs {
 		if msg.Seq > through {
 			break
@@ -141,7 +175,9 @@ func replayKV(msgs []statelog.StoredMsg, through uint64, format int) kvModel {
 			continue
 		}
 		m.anchors[msg.Subject] = msg.Seq
-		if e := evicted[rec.Writer]; e > 0 && msg.Seq > e && readmitted[rec.Writer] < e {
+		var p kvPayload
+		_ = json.Unmarshal(rec.Payload, &p)
+		if e := evicted[rec.Writer]; e > 0 && msg.Seq > e && readmitted[rec.Writer] < e || p.Key != "" && purged[p.Key] {
 			m.gated[strconv.FormatUint(msg.Seq, 10)] = msg.Seq
 			continue
 		}
@@ -165,8 +201,7 @@ func replayKV(msgs []statelog.StoredMsg, through uint64, format int) kvModel {
 			}
 			continue
 		}
-		var p kvPayload
-		if json.Unmarshal(rec.Payload, &p) == nil && p.Key != "" {
+		if p.Key != "" {
 			switch rec.Kind {
 			case kindPut:
 				m.rows[p.Key] = kvRow{Value: p.Value, Version: msg.Seq}
@@ -175,6 +210,9 @@ func replayKV(msgs []statelog.StoredMsg, through uint64, format int) kvModel {
 				m.rows[p.Key] = kvRow{Value: strconv.FormatInt(n+p.By, 10), Version: msg.Seq}
 			case kindDel:
 				delete(m.rows, p.Key)
+			case kindPurge:
+				delete(m.rows, p.Key)
+				purged[p.Key] = true
 			}
 		}
 		if rec.OpID != "" {

@@ -618,8 +618,12 @@ func (r *Replica) gatedRefusal(ctx context.Context, out Written, seq uint64, gat
 	return ref.With("gate", gate).With("writer", writer).With("op_id", out.OpID)
 }
 
-// gateNow asks the gates, in order, whether one holds the record m now,
-// and names the first; "" when none does or the record will not decode.
+// gateNow asks the gates whether one holds the record m now, and names
+// the first; "" when none does or the record will not decode. The
+// domain's own (the object's marker) are asked first, then all in the
+// applier's order: a purge holds the record for ever whatever else does,
+// so once its object is purged a record an eviction dropped is refused
+// deleted, as the seeds say, even while its writer is still evicted.
 func (r *Replica) gateNow(ctx context.Context, m StoredMsg) string {
 	rec, err := record.DecodeUpTo(m.Data, r.format)
 	if err != nil {
@@ -630,7 +634,11 @@ func (r *Replica) gateNow(ctx context.Context, m StoredMsg) string {
 		return ""
 	}
 	defer tx.Rollback()
-	for _, g := range r.gates {
+	gates := r.gates
+	if gd, ok := r.cfg.Domain.(GatedDomain); ok {
+		gates = append(append([]Gate{}, gd.Gates()...), r.gates...)
+	}
+	for _, g := range gates {
 		if holds, err := g.Holds(ctx, tx, rec, m.Seq); err == nil && holds {
 			return g.Name()
 		}

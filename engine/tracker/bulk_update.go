@@ -80,13 +80,10 @@ func checkBulkPatch(p BulkPatch) error {
 func (s *Service) bulkSteps(ctx context.Context, op statelog.Op, project string, ids, keys []string, p BulkPatch) (ItemWrite, error) {
 	// Rows one item costs: its row, a child row and a history row per tag
 	// and watcher, a history row for the status and for the assignee.
-	per := 1 + 2*(len(p.AddTags)+len(p.AddWatchers))
-	if p.Status != nil {
-		per++
-	}
+	per := trackrec.BulkUpdate{AddTags: p.AddTags, AddWatchers: p.AddWatchers, Status: p.Status, Assignee: p.Assignee}.RowsPerItem()
 	kind := trackrec.KindBulkUpdate
 	if p.Assignee != nil {
-		per, kind = per+1, trackrec.KindBulkSet
+		kind = trackrec.KindBulkSet
 	}
 	chunk := max(1, statelog.MaxTxRows/per)
 	wk := s.newWalk(op)

@@ -36,6 +36,20 @@ func (Domain) Schema() string { return schema + fieldsSchema + lifeSchema + mirr
 // RulesVersion is the version of the rules computing the computed columns.
 func (Domain) RulesVersion() int { return RulesVersion }
 
+// RowsAhead is the most rows a bulk record writes (its items at
+// trackrec.BulkUpdate.RowsPerItem each), and nothing for any other kind:
+// statelog.RowsAhead.
+func (Domain) RowsAhead(rec *record.Record) int {
+	if rec.Kind != trackrec.KindBulkUpdate && rec.Kind != trackrec.KindBulkSet {
+		return 0
+	}
+	var b trackrec.BulkUpdate
+	if err := json.Unmarshal(rec.Payload, &b); err != nil {
+		return 0
+	}
+	return len(b.Items) * b.RowsPerItem()
+}
+
 // Apply writes one record's rows. Records were decided against the rows
 // their subject's anchor named, so applying is deterministic; one that is
 // moot here (its object gone, its project gone) writes nothing.

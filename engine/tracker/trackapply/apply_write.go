@@ -139,6 +139,9 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
 			return err
 		}
+		if traceStatement != nil {
+			traceStatement("UPDATE OR FAIL tracker_items SET scoped_through", n)
+		}
 		start += n
 	}
 	l.touch = l.touch[:0]

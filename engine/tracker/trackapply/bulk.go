@@ -48,6 +48,10 @@ func BindLimit(ctx context.Context, q interface {
 	return bindLimit
 }
 
+// traceStatement, when set, is told the rows of every multi-row statement
+// a rowBuffer runs: a test's seam (export_test.go), nil in a node.
+var traceStatement func(head string, rows int)
+
 // rowBuffer collects the rows of one child table and writes them as
 // multi-row inserts, each at most MaxRowsPerStatement rows and within the
 // probed bind-parameter limit.
@@ -114,6 +118,9 @@ func (b *rowBuffer) each(ctx context.Context, tx *sql.Tx, run func(q string, arg
 		}
 		if err := run(q, b.args[start*b.cols:(start+n)*b.cols]); err != nil {
 			return 0, err
+		}
+		if traceStatement != nil {
+			traceStatement(b.head, n)
 		}
 		start += n
 	}

@@ -118,6 +118,23 @@ type BulkUpdate struct {
 	Assignee *string `json:"assignee,omitempty"`
 }
 
+// RowsPerItem is the most rows the record writes for one of its items:
+// the item's row, a set row and a history row per tag and watcher, a
+// history row for the status and for the assignee. The tracker cuts a
+// bulk update into records of at most statelog.MaxTxRows rows by it, and
+// the applier reads it ahead of applying one (trackapply.Domain's
+// RowsAhead).
+func (b BulkUpdate) RowsPerItem() int {
+	per := 1 + 2*(len(b.AddTags)+len(b.AddWatchers))
+	if b.Status != nil {
+		per++
+	}
+	if b.Assignee != nil {
+		per++
+	}
+	return per
+}
+
 // EditComment (KindEditComment) changes comment Comment (the sequence of
 // the record that added it) on item ID: a new body, or deleted. It
 // applies only where the comment's author is Author.
