@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -516,9 +517,7 @@ func runGo(t *testing.T, c *client.Client, p plan) report {
 		req := mcpgo.CallToolRequest{}
 		req.Params.Name = st.Tool
 		req.Params.Arguments = args
-		cctx, ccancel := context.WithTimeout(ctx, callTimeout)
-		res, err := c.CallTool(cctx, req)
-		ccancel()
+		res, err := callSettled(ctx, c, defs[st.Tool], st, req)
 		if err != nil {
 			r.Detail = "threw: " + err.Error()
 		} else {
@@ -528,6 +527,48 @@ func runGo(t *testing.T, c *client.Client, p plan) report {
 		rep.Results = append(rep.Results, r)
 	}
 	return rep
+}
+
+// transientCodes are the refusals that say to come back after a while (a
+// node catching up, a broker electing): harness.mjs's transient.
+var transientCodes = map[string]bool{"behind": true, "no_quorum": true, "broker_unreachable": true}
+
+// callSettled is harness.mjs's callSettled for mcp-go's client: a step
+// that wants ok is called again after the hint while it is refused for a
+// while, for up to a minute, as a client does: under load a node may be
+// behind its own last write for longer than the read budget. A write comes
+// back under the op_id its refusal named (where the tool takes one), so it
+// is never written twice.
+func callSettled(ctx context.Context, c *client.Client, def mcpgo.Tool, st step, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := c.CallTool(cctx, req)
+		cancel()
+		if err != nil || !res.IsError || st.Expect != expectOK || time.Now().After(deadline) || len(res.Content) == 0 {
+			return res, err
+		}
+		tc, ok := mcpgo.AsTextContent(res.Content[0])
+		if !ok {
+			return res, nil
+		}
+		var r struct {
+			Refused    string   `json:"refused"`
+			RetryAfter *float64 `json:"retry_after_seconds"`
+			OpID       string   `json:"op_id"`
+		}
+		if json.Unmarshal([]byte(tc.Text), &r) != nil || !transientCodes[r.Refused] || r.RetryAfter == nil {
+			return res, nil
+		}
+		time.Sleep(time.Duration(max(*r.RetryAfter, 0.05) * float64(time.Second)))
+		// The seat surface takes no op_id: the same call derives the same one.
+		_, takesOpID := def.InputSchema.Properties["op_id"]
+		if args, ok := req.Params.Arguments.(map[string]any); ok && takesOpID && r.OpID != "" && args["op_id"] == nil {
+			again := maps.Clone(args)
+			again["op_id"] = r.OpID
+			req.Params.Arguments = again
+		}
+	}
 }
 
 // checkGoResult is harness.mjs's check for mcp-go's client: "" when res

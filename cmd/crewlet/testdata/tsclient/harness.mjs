@@ -73,13 +73,14 @@ function transientRefusal(result) {
 // again after the hint while it is refused for a while, for up to a
 // minute, as a client does: under load a node may be behind its own last
 // write for longer than the read budget. A write comes back under the
-// op_id its refusal named, so it is never written twice.
-async function callSettled(client, step, args) {
+// op_id its refusal named (where the tool takes one: the seat surface's
+// derive it from the same call), so it is never written twice.
+async function callSettled(client, step, args, takesOpID) {
   let result = await client.callTool({ name: step.tool, arguments: args });
   const deadline = Date.now() + 60_000;
   for (let t = transientRefusal(result); step.expect === "ok" && t !== undefined && Date.now() < deadline; t = transientRefusal(result)) {
     await new Promise((done) => setTimeout(done, Math.max(t.after, 0.05) * 1000));
-    const again = t.opID !== undefined && args.op_id === undefined ? { ...args, op_id: t.opID } : args;
+    const again = takesOpID && t.opID !== undefined && args.op_id === undefined ? { ...args, op_id: t.opID } : args;
     result = await client.callTool({ name: step.tool, arguments: again });
   }
   return result;
@@ -134,12 +135,13 @@ try {
   report.protocol = c.protocol;
   const listed = await client.listTools();
   report.tools = listed.tools.map((t) => t.name);
+  const withOpID = new Set(listed.tools.filter((t) => t.inputSchema?.properties?.op_id !== undefined).map((t) => t.name));
   const vars = { ...plan.vars };
   for (const [i, step] of plan.steps.entries()) {
     const r = { i, tool: step.tool, expect: step.expect, pass: false, detail: "" };
     try {
       const args = expand(step.args ?? {}, vars);
-      const result = await callSettled(client, step, args);
+      const result = await callSettled(client, step, args, withOpID.has(step.tool));
       r.detail = check(step, result, vars);
       r.pass = r.detail === "";
     } catch (e) {
