@@ -264,7 +264,11 @@ func (a *apply) reindex(it *itemRow) error {
 // unless the record is the project's own.
 func (a *apply) recount(project string) error {
 	var active, cur int64
-	if err := a.at.QueryRow(a.ctx, a.tx, `SELECT count(*) FROM tracker_items WHERE project = ? AND status = 'in_progress' AND trashed = 0`, project).Scan(&active); err != nil {
+	// The in-progress items less the trashed ones among them: both counts
+	// are read from indexes (tracker_items_status covers the first,
+	// tracker_items_trashed holds only trashed items), never the rows.
+	if err := a.at.QueryRow(a.ctx, a.tx, `SELECT (SELECT count(*) FROM tracker_items WHERE project = ?1 AND status = 'in_progress')
+		- (SELECT count(*) FROM tracker_items WHERE project = ?1 AND status = 'in_progress' AND trashed != 0)`, project).Scan(&active); err != nil {
 		return err
 	}
 	err := a.at.QueryRow(a.ctx, a.tx, `SELECT active FROM tracker_projects WHERE key = ?`, project).Scan(&cur)

@@ -46,6 +46,11 @@ CREATE TABLE IF NOT EXISTS tracker_items (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tracker_items_parent ON tracker_items(parent) WHERE parent != '';
 CREATE INDEX IF NOT EXISTS tracker_items_status ON tracker_items(project, status);
+-- The trashed items alone, by project and status: with tracker_items_status
+-- (covering), a project's active count (recount) is two index counts,
+-- where reading trashed from every in-progress row was a sixth of a
+-- maximal bulk update's apply (a row lookup per item, per record).
+CREATE INDEX IF NOT EXISTS tracker_items_trashed ON tracker_items(project, status) WHERE trashed != 0;
 CREATE TABLE IF NOT EXISTS tracker_item_keys (
 	key TEXT PRIMARY KEY,
 	id  TEXT NOT NULL
