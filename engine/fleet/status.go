@@ -166,19 +166,33 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		a.Nodes = append(a.Nodes, *nf)
 	}
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
-	// The seats part reads the figures, not the readers this fills in.
+	// The seats part reads the figures, not the readers filled in beside
+	// it: it reads a copy of its own.
 	var seats *turns.SeatsAnswer
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if s.Seats != nil {
-			seats = s.Seats(ctx, a)
-		}
-	}()
+	if s.Seats != nil {
+		figures := withOwnNodes(a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seats = s.Seats(ctx, figures)
+		}()
+	}
 	s.readReaders(ctx, a.Nodes)
 	wg.Wait()
 	a.Seats = seats
 	return a, nil
+}
+
+// withOwnNodes is a with its nodes' figures copied, so what fills in a's
+// does not write under a reader of the copy.
+func withOwnNodes(a Answer) Answer {
+	nodes := make([]NodeFigures, len(a.Nodes))
+	for i, nf := range a.Nodes {
+		nf.Domains = append([]DomainFigures(nil), nf.Domains...)
+		nodes[i] = nf
+	}
+	a.Nodes = nodes
+	return a
 }
 
 // readDuties adds who holds each duty, or why that could not be read.
