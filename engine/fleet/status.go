@@ -129,12 +129,26 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		clock = engine.SystemClock{}
 	}
 	a := Answer{Level: engine.Stale, AskedAt: clock.Now().UTC(), Node: s.Node, Logs: []LogFigures{}, Nodes: []NodeFigures{}, Alarms: []statelog.Alarm{}, Duties: []duty.Holder{}}
-	s.readDuties(ctx, &a)
+	// The broker's reads are each bounded, and made at once: one after
+	// another, a node cut off from its broker waited out every bound in
+	// turn (half a minute), past what crewlet retention status waits for
+	// its answer, and printed no answer (and so no sentence) at all.
+	var (
+		wg       sync.WaitGroup
+		logs     map[engine.Domain]LogFigures
+		lastTime map[engine.Domain]time.Time
+		read     []Position
+		readErr  error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); s.readDuties(ctx, &a) }()
+	go func() { defer wg.Done(); logs, lastTime = s.readLogs(ctx, &a) }()
+	go func() { defer wg.Done(); read, readErr = ReadAll(ctx, s.KV) }()
+	wg.Wait()
 	for _, r := range s.Replicas {
 		a.Alarms = append(a.Alarms, r.Alarms(ctx)...)
 	}
-	logs, lastTime := s.readLogs(ctx, &a)
-	positions, err := s.readPositions(ctx, &a)
+	positions, err := s.readPositions(&a, read, readErr)
 	if err != nil {
 		return a, err
 	}
@@ -152,11 +166,33 @@ func (s *Status) Answer(ctx context.Context) (Answer, error) {
 		a.Nodes = append(a.Nodes, *nf)
 	}
 	sort.Slice(a.Nodes, func(i, j int) bool { return a.Nodes[i].Node < a.Nodes[j].Node })
-	s.readReaders(ctx, a.Nodes)
+	// The seats part reads the figures, not the readers filled in beside
+	// it: it reads a copy of its own.
+	var seats *turns.SeatsAnswer
 	if s.Seats != nil {
-		a.Seats = s.Seats(ctx, a)
+		figures := withOwnNodes(a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seats = s.Seats(ctx, figures)
+		}()
 	}
+	s.readReaders(ctx, a.Nodes)
+	wg.Wait()
+	a.Seats = seats
 	return a, nil
+}
+
+// withOwnNodes is a with its nodes' figures copied, so what fills in a's
+// does not write under a reader of the copy.
+func withOwnNodes(a Answer) Answer {
+	nodes := make([]NodeFigures, len(a.Nodes))
+	for i, nf := range a.Nodes {
+		nf.Domains = append([]DomainFigures(nil), nf.Domains...)
+		nodes[i] = nf
+	}
+	a.Nodes = nodes
+	return a
 }
 
 // readDuties adds who holds each duty, or why that could not be read.
@@ -205,37 +241,32 @@ func (s *Status) readReaders(ctx context.Context, nodes []NodeFigures) {
 }
 
 // readLogs reads each domain's log end, and the time of its last record,
-// into a's Logs. A log whose end cannot be read is not measured: the
-// answer weakens to consistent_prefix and its note names those logs.
+// into a's Logs, every log at once. A log whose end cannot be read is not
+// measured: the answer weakens to consistent_prefix and its note names
+// those logs.
 func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]LogFigures, map[engine.Domain]time.Time) {
+	figs := make([]LogFigures, len(s.Replicas))
+	times := make([]time.Time, len(s.Replicas))
+	var wg sync.WaitGroup
+	for i, rep := range s.Replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			figs[i], times[i] = s.readLog(ctx, rep)
+		}()
+	}
+	wg.Wait()
 	logs := map[engine.Domain]LogFigures{}
 	lastTime := map[engine.Domain]time.Time{}
 	var unmeasured []string
-	for _, rep := range s.Replicas {
-		d := rep.Domain()
-		lf := LogFigures{Domain: d, Stream: rep.Stream(), Generation: rep.Generation()}
-		if l := s.Logs[d]; l != nil {
-			ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			info, err := l.Info(ictx)
-			// A member answering with no leader answers from its own copy,
-			// behind wherever it was cut off: its end is not the log's, so
-			// no lag is measured against it (the answer weakens).
-			if err == nil && !info.Leaderless {
-				lf.FirstSeq, lf.LastSeq, lf.CreatedAt, lf.Measured = info.FirstSeq, info.LastSeq, info.Created.UTC(), true
-				lf.MaxBytes, lf.Bytes, lf.OrdinaryCeiling = info.MaxBytes, info.Bytes, rep.OrdinaryCeiling(info.MaxBytes)
-				if info.LastSeq > 0 {
-					if m, err := l.Get(ictx, info.LastSeq); err == nil {
-						lastTime[d] = m.Time
-					}
-				}
-			}
-			cancel()
-		}
+	for i, lf := range figs {
 		if !lf.Measured {
-			unmeasured = append(unmeasured, string(d))
+			unmeasured = append(unmeasured, string(lf.Domain))
 		}
-		s.readFloor(ctx, &lf)
-		logs[d] = lf
+		if !times[i].IsZero() {
+			lastTime[lf.Domain] = times[i]
+		}
+		logs[lf.Domain] = lf
 		a.Logs = append(a.Logs, lf)
 	}
 	if len(unmeasured) > 0 {
@@ -247,6 +278,33 @@ func (s *Status) readLogs(ctx context.Context, a *Answer) (map[engine.Domain]Log
 		a.Note = fmt.Sprintf("This node cannot read the end of the %s from its broker (unanswered, or answered by a member with no leader), so no lag is measured there: the positions are as the nodes last published them, with no bound on how far behind the log they are.", what)
 	}
 	return logs, lastTime
+}
+
+// readLog reads one replica's log end, the time of its last record (zero
+// where unread) and its trim floor.
+func (s *Status) readLog(ctx context.Context, rep *statelog.Replica) (LogFigures, time.Time) {
+	d := rep.Domain()
+	lf := LogFigures{Domain: d, Stream: rep.Stream(), Generation: rep.Generation()}
+	var last time.Time
+	if l := s.Logs[d]; l != nil {
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		info, err := l.Info(ictx)
+		// A member answering with no leader answers from its own copy,
+		// behind wherever it was cut off: its end is not the log's, so
+		// no lag is measured against it (the answer weakens).
+		if err == nil && !info.Leaderless {
+			lf.FirstSeq, lf.LastSeq, lf.CreatedAt, lf.Measured = info.FirstSeq, info.LastSeq, info.Created.UTC(), true
+			lf.MaxBytes, lf.Bytes, lf.OrdinaryCeiling = info.MaxBytes, info.Bytes, rep.OrdinaryCeiling(info.MaxBytes)
+			if info.LastSeq > 0 {
+				if m, err := l.Get(ictx, info.LastSeq); err == nil {
+					last = m.Time
+				}
+			}
+		}
+		cancel()
+	}
+	s.readFloor(ctx, &lf)
+	return lf, last
 }
 
 // readFloor adds the log's published trim floor to lf, or why it could
@@ -267,12 +325,12 @@ func (s *Status) readFloor(ctx context.Context, lf *LogFigures) {
 	}
 }
 
-// readPositions reads the register; when it cannot be read it falls back
-// on the register as this node last read it (Known), weakening a to
-// consistent_prefix and saying when that was, and with nothing to fall
-// back on refuses broker_unreachable.
-func (s *Status) readPositions(ctx context.Context, a *Answer) ([]Position, error) {
-	positions, err := ReadAll(ctx, s.KV)
+// readPositions takes the register as read (positions, or err why it
+// could not be); when it could not be read it falls back on the register
+// as this node last read it (Known), weakening a to consistent_prefix and
+// saying when that was, and with nothing to fall back on refuses
+// broker_unreachable.
+func (s *Status) readPositions(a *Answer, positions []Position, err error) ([]Position, error) {
 	if err != nil && s.Known != nil {
 		if known, at := s.Known(); len(known) > 0 {
 			positions, err = known, nil

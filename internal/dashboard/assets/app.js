@@ -18,6 +18,8 @@ const state = {
   rendering: false,
   // again: a render was asked for while one was under way (render).
   again: false,
+  // watching: the watch's ask is under way (watch).
+  watching: false,
   // samples: each node and domain's applied seq at the last reading of
   // the retention answer, for the drain rate between two readings.
   samples: {},
@@ -464,9 +466,14 @@ function typedIn(main, sameView) {
 }
 
 // watch reads this node's positions every two seconds and renders the
-// view again when one has moved.
+// view again when one has moved. One ask at a time: a node cut off from
+// its broker takes longer than two seconds to answer, and asks piling up
+// held the connections the browser opens to the node, so the view's own
+// reads (the note saying no lag is measured) waited behind them, twice
+// as long.
 async function watch() {
-  if (!state.token) return;
+  if (!state.token || state.watching) return;
+  state.watching = true;
   try {
     const a = await api('/api/v1/retention');
     // The logs' ends move the moment a write lands; this node's own
@@ -481,7 +488,9 @@ async function watch() {
     } else if (['settings', 'audit', 'usage'].includes(route()[0])) {
       await render();
     }
-  } catch (err) { /* the next tick asks again; a 401 has logged out */ }
+  } catch (err) { /* the next tick asks again; a 401 has logged out */ } finally {
+    state.watching = false;
+  }
 }
 
 function showApp() {
