@@ -9,6 +9,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/semantic"
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // The knowledge base is a semantic.Corpus (its pages are embedded by the
@@ -40,13 +41,6 @@ func (s *Service) semanticIndex() semantic.Index {
 // Kinds are pages.
 func (s *Service) Kinds() []semantic.Kind { return []semantic.Kind{semantic.Page} }
 
-func pageText(title, body string) string {
-	if body == "" {
-		return title
-	}
-	return title + "\n\n" + body
-}
-
 // Sources reads the pages whose own record moved after since (every page
 // for 0), trashed ones included.
 func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.Source) error) (uint64, error) {
@@ -61,7 +55,7 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 			if err := rows.Scan(&id, &title, &body); err != nil {
 				return err
 			}
-			if err := fn(semantic.Source{ID: id, Kind: semantic.Page, Text: pageText(title, body)}); err != nil {
+			if err := fn(semantic.Source{ID: id, Kind: semantic.Page, Text: semantic.Text(title, body)}); err != nil {
 				return err
 			}
 		}
@@ -73,21 +67,16 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 // Live lists every page's id.
 func (s *Service) Live(ctx context.Context, fn func(id string) error) error {
 	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM kb_pages`)
+		ids, err := sqlite.Strings(ctx, tx, `SELECT id FROM kb_pages`)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
+		for _, id := range ids {
 			if err := fn(id); err != nil {
 				return err
 			}
 		}
-		return rows.Err()
+		return nil
 	})
 	return err
 }
@@ -142,7 +131,7 @@ func vectorPages(ctx context.Context, tx *sql.Tx, hits []semantic.Hit, space str
 		if err := rows.Scan(&h.ID, &h.Space, &h.Parent, &h.Title, &h.Version, &body); err != nil {
 			return nil, err
 		}
-		h.Snippet = leadSnippet(h.Title, body)
+		h.Snippet = semantic.LeadSnippet(h.Title, body)
 		byID[h.ID] = h
 	}
 	if err := rows.Err(); err != nil {
@@ -151,23 +140,12 @@ func vectorPages(ctx context.Context, tx *sql.Tx, hits []semantic.Hit, space str
 	var out []Hit
 	for _, vh := range hits {
 		if h, ok := byID[vh.ID]; ok {
-			sim := math.Round(vh.Similarity*1e4) / 1e4
+			sim := semantic.Round4(vh.Similarity)
 			h.Similarity = &sim
 			out = append(out, h)
 		}
 	}
 	return out, nil
-}
-
-func leadSnippet(title, body string) string {
-	s := strings.Join(strings.Fields(body), " ")
-	if s == "" {
-		return title
-	}
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:120]) + "…"
-	}
-	return s
 }
 
 // fuseVectorPages reads the vector hits' pages and fuses them with the

@@ -9,7 +9,9 @@ package semantic
 
 import (
 	"context"
+	"math"
 	"sort"
+	"strings"
 )
 
 // Kind is what a source is.
@@ -143,3 +145,28 @@ func Fuse(lists ...[]string) []Fused {
 	})
 	return out
 }
+
+// Text is what a source's vector embeds: its title, and its body after a
+// blank line where it has one.
+func Text(title, body string) string {
+	if body == "" {
+		return title
+	}
+	return title + "\n\n" + body
+}
+
+// LeadSnippet is a vector-only hit's snippet: the head of its body (no
+// word matched to bracket), or its title where the body is empty.
+func LeadSnippet(title, body string) string {
+	s := strings.Join(strings.Fields(body), " ")
+	if s == "" {
+		return title
+	}
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
+}
+
+// Round4 is a similarity or a score as the answers show it: four decimals.
+func Round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

@@ -37,7 +37,20 @@ CREATE TABLE IF NOT EXISTS statelog_rules (
 
 // rederive recomputes the domain's computed columns when the rules the
 // rows were derived under are not this build's, logging statelog_rederived.
-func (r *Replica) rederive(ctx context.Context) error {
+func (r *Replica) rederive(ctx context.Context) error { return r.rederiveWhy(ctx, "") }
+
+// rederiveNow recomputes the domain's computed columns from the rows it
+// holds, whatever rules they were derived under: after a checkpoint a
+// reanchor created, the history the rows were derived from is not the
+// log's any more (Replication › Values the engine computes are recomputed
+// once).
+func (r *Replica) rederiveNow(ctx context.Context) error {
+	return r.rederiveWhy(ctx, "a checkpoint a reanchor created")
+}
+
+// rederiveWhy is both: with no why, only where the rules changed; with
+// one, always, saying why in the line.
+func (r *Replica) rederiveWhy(ctx context.Context, why string) error {
 	dd, ok := r.cfg.Domain.(DerivedDomain)
 	if !ok {
 		return nil
@@ -56,7 +69,7 @@ func (r *Replica) rederive(ctx context.Context) error {
 		return err
 	}
 	to := dd.RulesVersion()
-	if from == to {
+	if from == to && why == "" {
 		return nil
 	}
 	rows, err := dd.Rederive(ctx, tx)
@@ -70,40 +83,10 @@ func (r *Replica) rederive(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	r.log.Info(engine.EvRederived, "from", from, "to", to, "rows", rows)
-	return nil
-}
-
-// rederiveNow recomputes the domain's computed columns from the rows it
-// holds, whatever rules they were derived under: after a checkpoint a
-// reanchor created, the history the rows were derived from is not the
-// log's any more (Replication › Values the engine computes are recomputed
-// once).
-func (r *Replica) rederiveNow(ctx context.Context) error {
-	dd, ok := r.cfg.Domain.(DerivedDomain)
-	if !ok {
-		return nil
+	attrs := []any{"from", from, "to", to, "rows", rows}
+	if why != "" {
+		attrs = append(attrs, "why", why)
 	}
-	tx, err := sqlite.BeginWrite(ctx, r.cfg.DB)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, rulesSchema); err != nil {
-		return err
-	}
-	rows, err := dd.Rederive(ctx, tx)
-	if err != nil {
-		return err
-	}
-	to := dd.RulesVersion()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO statelog_rules(domain, version) VALUES(?, ?)
-		ON CONFLICT(domain) DO UPDATE SET version = excluded.version`, string(r.domain), to); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	r.log.Info(engine.EvRederived, "from", to, "to", to, "rows", rows, "why", "a checkpoint a reanchor created")
+	r.log.Info(engine.EvRederived, attrs...)
 	return nil
 }

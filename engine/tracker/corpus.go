@@ -8,6 +8,7 @@ import (
 
 	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/semantic"
+	"github.com/crewlet/crewlet/engine/sqlite"
 )
 
 // The tracker is a semantic.Corpus (its work items and their comments are
@@ -45,14 +46,6 @@ func (s *Service) Kinds() []semantic.Kind {
 // CommentSource is a comment's source id: cm_<its sequence>.
 func CommentSource(seq int64) string { return "cm_" + strconv.FormatInt(seq, 10) }
 
-// itemText is what an item's vector embeds: its title and description.
-func itemText(title, description string) string {
-	if description == "" {
-		return title
-	}
-	return title + "\n\n" + description
-}
-
 // Sources reads the items whose own fields moved after since (a title or
 // description edit moves the item's version) and the comments added or
 // edited after it, every one for since 0, trashed items included (a
@@ -69,7 +62,7 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 				rows.Close()
 				return err
 			}
-			if err := fn(semantic.Source{ID: id, Kind: semantic.WorkItem, Text: itemText(title, desc)}); err != nil {
+			if err := fn(semantic.Source{ID: id, Kind: semantic.WorkItem, Text: semantic.Text(title, desc)}); err != nil {
 				rows.Close()
 				return err
 			}
@@ -102,21 +95,16 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 // Live lists every item's id and every comment's source id.
 func (s *Service) Live(ctx context.Context, fn func(id string) error) error {
 	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM tracker_items UNION ALL SELECT 'cm_' || seq FROM tracker_comments`)
+		ids, err := sqlite.Strings(ctx, tx, `SELECT id FROM tracker_items UNION ALL SELECT 'cm_' || seq FROM tracker_comments`)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
+		for _, id := range ids {
 			if err := fn(id); err != nil {
 				return err
 			}
 		}
-		return rows.Err()
+		return nil
 	})
 	return err
 }

@@ -87,7 +87,7 @@ func itemRowsByID(ctx context.Context, q statelog.Reader, hits []semantic.Hit, p
 		if err := rows.Scan(&c.id, &c.doc, &c.hit.Key, &c.hit.Title, &c.hit.Status, &desc); err != nil {
 			return nil, err
 		}
-		c.hit.Snippet = leadSnippet(c.hit.Title, desc)
+		c.hit.Snippet = semantic.LeadSnippet(c.hit.Title, desc)
 		byID[c.id] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -96,28 +96,13 @@ func itemRowsByID(ctx context.Context, q statelog.Reader, hits []semantic.Hit, p
 	var out []candidate
 	for _, h := range hits {
 		if c, ok := byID[h.ID]; ok && h.ID != exclude {
-			sim := round4(h.Similarity)
+			sim := semantic.Round4(h.Similarity)
 			c.similarity = &sim
 			out = append(out, c)
 		}
 	}
 	return out, nil
 }
-
-// leadSnippet is a vector-only hit's snippet: the head of its
-// description (no word matched to bracket), or its title.
-func leadSnippet(title, desc string) string {
-	s := strings.Join(strings.Fields(desc), " ")
-	if s == "" {
-		return title
-	}
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:120]) + "…"
-	}
-	return s
-}
-
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // fuseCandidates ranks the word list and the vector list by reciprocal
 // rank fusion: each candidate once, with both lists' figures, its score
@@ -153,7 +138,7 @@ func fuseCandidates(words, vectors []candidate) []candidate {
 func wordCandidates(hits []SearchHit, docs []int64) []candidate {
 	out := make([]candidate, 0, len(hits))
 	for i, h := range hits {
-		b := round4(h.Score)
+		b := semantic.Round4(h.Score)
 		out = append(out, candidate{doc: docs[i], hit: h, bm25: &b})
 	}
 	return out

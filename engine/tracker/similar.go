@@ -124,8 +124,8 @@ func similarWords(ctx context.Context, q statelog.Reader, match, project, exclud
 		if err := rows.Scan(&c.id, &c.doc, &c.hit.Key, &c.hit.Title, &c.hit.Status, &desc, &rank); err != nil {
 			return nil, err
 		}
-		c.hit.Snippet = leadSnippet(c.hit.Title, desc)
-		b := round4(-rank)
+		c.hit.Snippet = semantic.LeadSnippet(c.hit.Title, desc)
+		b := semantic.Round4(-rank)
 		c.bm25 = &b
 		out = append(out, c)
 	}
@@ -158,7 +158,7 @@ func (s *Service) SimilarWorkItems(ctx context.Context, r engine.ReadOptions, q 
 	var vhits []semantic.Hit
 	var verr error
 	if ix != nil {
-		vhits, verr = vectorCandidates(ctx, ix, itemText(q.Title, q.Description), []semantic.Kind{semantic.WorkItem}, depth+1)
+		vhits, verr = vectorCandidates(ctx, ix, semantic.Text(q.Title, q.Description), []semantic.Kind{semantic.WorkItem}, depth+1)
 		if verr == nil {
 			out.Ranking = RankingHybrid
 		}
