@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/semantic"
 	"github.com/crewlet/crewlet/engine/sqlite"
 )
@@ -44,7 +43,11 @@ func (s *Service) Kinds() []semantic.Kind { return []semantic.Kind{semantic.Page
 // Sources reads the pages whose own record moved after since (every page
 // for 0), trashed ones included.
 func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.Source) error) (uint64, error) {
-	info, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
+	opts, err := s.replica.AtLogEnd(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.replica.Read(ctx, opts, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, title, body FROM kb_pages WHERE version > ?1 OR ?1 = 0`, since)
 		if err != nil {
 			return err
@@ -66,7 +69,11 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 
 // Live lists every page's id.
 func (s *Service) Live(ctx context.Context, fn func(id string) error) error {
-	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
+	opts, err := s.replica.AtLogEnd(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.replica.Read(ctx, opts, func(ctx context.Context, tx *sql.Tx) error {
 		ids, err := sqlite.Strings(ctx, tx, `SELECT id FROM kb_pages`)
 		if err != nil {
 			return err

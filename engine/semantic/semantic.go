@@ -84,6 +84,8 @@ type Corpus interface {
 	// Sources calls fn for every source whose text may have changed
 	// after the corpus's log sequence since (every source for 0), and
 	// answers the sequence its snapshot was read at (the next since).
+	// Sources and Live read rows level with the corpus's log's end when
+	// called: the duty never acts on a copy still replaying.
 	Sources(ctx context.Context, since uint64, fn func(Source) error) (through uint64, err error)
 	// Live calls fn with the id of every source the corpus holds now;
 	// a vector whose source is not among them is forgotten.

@@ -157,6 +157,9 @@ type DomainReplica interface {
 	// ReadObjectRow is ReadObject where one statement answers (slow where
 	// it cannot).
 	ReadObjectRow(ctx context.Context, opts engine.ReadOptions, one RowRead, slow ObjectReadFunc) (engine.ReadInfo, error)
+	// AtLogEnd are the options of a read level with the log's end as the
+	// broker reports it now, appending nothing (a duty's reads).
+	AtLogEnd(ctx context.Context) (engine.ReadOptions, error)
 	// Prepared reads inside tx (a read's snapshot or a decision's) through
 	// statements prepared once per connection.
 	Prepared(tx *sql.Tx) Reader

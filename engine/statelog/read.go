@@ -33,6 +33,21 @@ func (r *Replica) Read(ctx context.Context, opts engine.ReadOptions, fn ReadFunc
 	return r.read(ctx, opts, func(ctx context.Context, tx *sql.Tx) ([]string, error) { return nil, fn(ctx, tx) }, false)
 }
 
+// AtLogEnd are the options of a read whose rows hold at least what the
+// log held when it was called: a session read at the log's last sequence
+// as the broker reports it, appending nothing (a linearizable read would
+// append a barrier each time). A node's own duties read this way: one
+// still replaying its log would otherwise act on rows it has not caught
+// up yet (embed an older text, forget a source it has not reached).
+func (r *Replica) AtLogEnd(ctx context.Context) (engine.ReadOptions, error) {
+	info, err := r.LogInfo(ctx)
+	if err != nil {
+		return engine.ReadOptions{}, err
+	}
+	end := r.Position(info.LastSeq)
+	return engine.ReadOptions{Level: engine.Session, MinPosition: &end}, nil
+}
+
 // ReadObject serves a read of one object: like Read, but a retained record
 // whose declared scope meets the scope fn returns refuses deferred, since
 // a row this node cannot show may be the answer.

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/crewlet/crewlet/engine"
 	"github.com/crewlet/crewlet/engine/semantic"
 	"github.com/crewlet/crewlet/engine/sqlite"
 )
@@ -51,7 +50,11 @@ func CommentSource(seq int64) string { return "cm_" + strconv.FormatInt(seq, 10)
 // edited after it, every one for since 0, trashed items included (a
 // restore brings them back, vector and all).
 func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.Source) error) (uint64, error) {
-	info, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
+	opts, err := s.replica.AtLogEnd(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.replica.Read(ctx, opts, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, title, description FROM tracker_items WHERE version > ?1 OR ?1 = 0`, since)
 		if err != nil {
 			return err
@@ -94,7 +97,11 @@ func (s *Service) Sources(ctx context.Context, since uint64, fn func(semantic.So
 
 // Live lists every item's id and every comment's source id.
 func (s *Service) Live(ctx context.Context, fn func(id string) error) error {
-	_, err := s.replica.Read(ctx, engine.ReadOptions{Level: engine.Stale}, func(ctx context.Context, tx *sql.Tx) error {
+	opts, err := s.replica.AtLogEnd(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.replica.Read(ctx, opts, func(ctx context.Context, tx *sql.Tx) error {
 		ids, err := sqlite.Strings(ctx, tx, `SELECT id FROM tracker_items UNION ALL SELECT 'cm_' || seq FROM tracker_comments`)
 		if err != nil {
 			return err
