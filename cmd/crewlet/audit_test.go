@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crewlet/crewlet/domains"
@@ -34,13 +35,18 @@ func readAudit(t *testing.T, s *Serve) []auditEntry {
 	}
 	var a struct {
 		Level   string       `json:"level"`
+		Note    string       `json:"note"`
 		Entries []auditEntry `json:"entries"`
 	}
 	if err := json.Unmarshal([]byte(body), &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Level != "stale" {
-		t.Fatalf("the audit trail answered at %q, want stale", a.Level)
+	// A replication answer is stale, weakened to consistent_prefix (and
+	// saying why) while a domain is behind its log's end with no drain
+	// rate measured yet: the embedding duty's records about the items
+	// written here may be on the vectors log but not applied yet.
+	if a.Level != "stale" && (a.Level != "consistent_prefix" || !strings.Contains(a.Note, "cannot be measured")) {
+		t.Fatalf("the audit trail answered at %q (note %q), want stale, or consistent_prefix saying the lag cannot be measured", a.Level, a.Note)
 	}
 	return a.Entries
 }
