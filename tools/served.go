@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,6 +110,15 @@ func outcomeOf(res *mcp.CallToolResult, err error) (string, string) {
 		return "refused", code
 	}
 	if res != nil {
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			// An Answer's bytes: read the one key without decoding the
+			// answer (a probe's Marshal and Unmarshal of every answer
+			// were a tenth of a get_work_item's CPU over MCP).
+			if o := topLevelString(raw, "outcome"); o != "" {
+				return o, ""
+			}
+			return "answered", ""
+		}
 		if m, ok := res.StructuredContent.(map[string]any); ok {
 			if o, ok := m["outcome"].(string); ok && o != "" {
 				return o, ""
@@ -123,6 +133,64 @@ func outcomeOf(res *mcp.CallToolResult, err error) (string, string) {
 		}
 	}
 	return "answered", ""
+}
+
+// topLevelString is the value of key in the JSON object b where it is a
+// string at the object's top level (not inside a nested value), "" where
+// it is not there or not a plain string. b is an Answer's bytes, valid
+// JSON.
+func topLevelString(b []byte, key string) string {
+	depth := 0
+	keyNext := false // the next string at depth 1 is a key
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			depth++
+			keyNext = depth == 1
+		case '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			keyNext = depth == 1
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return ""
+			}
+			if keyNext && string(b[i+1:end]) == key {
+				j := end + 1
+				for j < len(b) && (b[j] == ':' || b[j] == ' ') {
+					j++
+				}
+				if j >= len(b) || b[j] != '"' {
+					return ""
+				}
+				vend := stringEnd(b, j)
+				if vend < 0 || bytes.IndexByte(b[j+1:vend], '\\') >= 0 {
+					return ""
+				}
+				return string(b[j+1 : vend])
+			}
+			keyNext = false
+			i = end
+		}
+	}
+	return ""
+}
+
+// stringEnd is the index of the quote closing the JSON string opening at
+// b[start], -1 where it does not close.
+func stringEnd(b []byte, start int) int {
+	for j := start + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return -1
 }
 
 // spendOf reads a call's _meta spend report (MetaSpend): nil where it
