@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -41,6 +42,24 @@ func TestLocalRecordAddsUpPerRow(t *testing.T) {
 		}
 		all = append(all, calls...)
 	}
+	want, got := expectedLocal(all), readLocal(t, db)
+	if len(got) != len(want) {
+		t.Errorf("the local record holds %d rows' figures, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %d, want %d", k, got[k], v)
+		}
+	}
+	days, err := localDays(ctx, db)
+	if err != nil || len(days) != 2 {
+		t.Errorf("the local days are %v (%v), want 2026-12-05 and 2026-12-06", days, err)
+	}
+}
+
+// expectedLocal is what the local record holds after calls, one call at
+// a time: each row's figure under "table day seat rest".
+func expectedLocal(all []counted) map[string]int64 {
 	want := map[string]int64{}
 	last := map[string]int64{}
 	for _, c := range all {
@@ -60,6 +79,14 @@ func TestLocalRecordAddsUpPerRow(t *testing.T) {
 	for k, v := range last {
 		want[k] = v
 	}
+	return want
+}
+
+// readLocal reads every row's figure of the local record under the keys
+// expectedLocal uses.
+func readLocal(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
 	got := map[string]int64{}
 	// read adds each row's figure under "prefix day seat rest" (rest
 	// left off where the query gives none).
@@ -89,16 +116,5 @@ func TestLocalRecordAddsUpPerRow(t *testing.T) {
 	read("spend", `SELECT day, seat, model || ' in', input_tokens FROM local_spend`)
 	read("spend", `SELECT day, seat, model || ' calls', calls FROM local_spend`)
 	read("last", `SELECT day, seat, '', at FROM local_last`)
-	if len(got) != len(want) {
-		t.Errorf("the local record holds %d rows' figures, want %d", len(got), len(want))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: %d, want %d", k, got[k], v)
-		}
-	}
-	days, err := localDays(ctx, db)
-	if err != nil || len(days) != 2 {
-		t.Errorf("the local days are %v (%v), want 2026-12-05 and 2026-12-06", days, err)
-	}
+	return got
 }
