@@ -233,7 +233,7 @@ func (l *Log) Info(ctx context.Context) (statelog.LogInfo, error) {
 	// asking again finds the leader elected a few seconds later.
 	ctx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
-	info, err := l.stream.Info(ctx)
+	info, err := l.streamInfoRequest(ctx)
 	if err != nil {
 		return statelog.LogInfo{}, classify(err)
 	}
@@ -274,7 +274,7 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
-	info, err := l.stream.Info(ctx)
+	info, err := l.streamInfoRequest(ctx)
 	if err != nil {
 		return 0, false, nil
 	}

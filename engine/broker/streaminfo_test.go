@@ -1,0 +1,66 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/crewlet/crewlet/engine/broker"
+	"github.com/crewlet/crewlet/engine/enginetest"
+)
+
+// TestInfoAgreesWithTheFullAnswer: Log.Info and Log.LastSeq decode only
+// the fields they read of the broker's stream info answer; what they
+// read equals what the client library's whole decode says, on a real
+// embedded broker, and a deleted stream answers the same not-found error.
+func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
+	b, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "i1", StoreDir: t.TempDir(), Sync: broker.Sync{Always: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	stream, err := broker.EnsureStream(ctx, b.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
+		MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := b.JS.Publish(ctx, "crewlet.lean.x", []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := broker.NewLog(b.JS, stream, "lean", "n1", enginetest.Logger())
+	got, err := l.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.FirstSeq != full.State.FirstSeq || got.LastSeq != full.State.LastSeq || got.Bytes != full.State.Bytes ||
+		got.MaxBytes != full.Config.MaxBytes || !got.Created.Equal(full.Created) || got.Leaderless {
+		t.Fatalf("Info = %+v, the full answer: state %+v, max_bytes %d, created %v", got, full.State, full.Config.MaxBytes, full.Created)
+	}
+	if got.LastSeq != 7 || got.Bytes == 0 || got.Created.IsZero() {
+		t.Fatalf("Info = %+v after 7 appends", got)
+	}
+	end, ok, err := l.LastSeq(ctx)
+	if err != nil || !ok || end != 7 {
+		t.Fatalf("LastSeq = %d, %v, %v; want 7 known at one replica", end, ok, err)
+	}
+
+	if err := b.JS.DeleteStream(ctx, "LEAN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Info(ctx); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("Info of a deleted stream = %v, want jetstream.ErrStreamNotFound", err)
+	}
+	if _, ok, _ := l.LastSeq(ctx); ok {
+		t.Fatal("LastSeq of a deleted stream answered a log end")
+	}
+}
