@@ -99,24 +99,39 @@ func TestRecreatedStreamFoundAtBoot(t *testing.T) {
 }
 
 // TestRecreatedStreamFoundByAWriteAtZero: under a running node, a write
-// at an expectation of zero (a create: its subject holds nothing) reads
-// the stream's creation instant before it appends, and refuses
-// wrong_stream on a stream created again, having written nothing.
+// at an expectation of zero (its subject holds nothing) reads the
+// stream's creation instant before it appends, and refuses wrong_stream
+// on a stream created again, having written nothing: a create_work_item
+// (a record about its new item) and a create_project (about the new
+// project) alike.
 func TestRecreatedStreamFoundByAWriteAtZero(t *testing.T) {
-	dir := t.TempDir()
-	n := enginetest.OpenNode(t, node.Config{DataDir: dir, HeartbeatInterval: time.Hour})
-	mustProject(t, n.Tracker(), "ENG")
-	createItems(t, n, "ENG", 1)
-	recreateStream(t, n.Broker(), engine.StreamTracker)
-	_, err := n.Tracker().CreateWorkItem(context.Background(), engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "onto another stream"})
-	if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeWrongStream {
-		t.Fatalf("a create on a recreated stream: %v, want wrong_stream", err)
+	for name, write := range map[string]func(*node.Node) error{
+		"create_work_item": func(n *node.Node) error {
+			_, err := n.Tracker().CreateWorkItem(context.Background(), engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "onto another stream"})
+			return err
+		},
+		"create_project": func(n *node.Node) error {
+			_, err := n.Tracker().CreateProject(context.Background(), engine.WriteOptions{}, "OPS", "Operations")
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			n := enginetest.OpenNode(t, node.Config{DataDir: dir, HeartbeatInterval: time.Hour})
+			mustProject(t, n.Tracker(), "ENG")
+			createItems(t, n, "ENG", 1)
+			recreateStream(t, n.Broker(), engine.StreamTracker)
+			err := write(n)
+			if ref, ok := engine.AsRefusal(err); !ok || ref.Code != engine.CodeWrongStream {
+				t.Fatalf("%s on a recreated stream: %v, want wrong_stream", name, err)
+			}
+			info, err := n.Log(engine.DomainTracker).Info(context.Background())
+			if err != nil || info.LastSeq != 0 {
+				t.Fatalf("the recreated stream holds %d records (%v): the refused %s appended", info.LastSeq, err, name)
+			}
+			wrongStreamOnly(t, n, "created again")
+		})
 	}
-	info, err := n.Log(engine.DomainTracker).Info(context.Background())
-	if err != nil || info.LastSeq != 0 {
-		t.Fatalf("the recreated stream holds %d records (%v): the refused create appended", info.LastSeq, err)
-	}
-	wrongStreamOnly(t, n, "created again")
 }
 
 // TestRecreatedStreamFoundByTheHeartbeat: with no write to find it, the
