@@ -67,6 +67,12 @@ func TestBenchCommand(t *testing.T) {
 				t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
 			}
 		}
+		// Creates check the stream's creation instant; updates do not.
+		if took, ok := f.WritePhases["check"]; (kind == "create" || kind == "toy_write") && f.Target == "crewlet" && (!ok || took <= 0) {
+			t.Errorf("%s %s: no check phase (%v, present %v)", f.Target, f.Workload, took, ok)
+		} else if kind == "update" && ok {
+			t.Errorf("%s %s: an update observed a check phase (%v)", f.Target, f.Workload, took)
+		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("figures by target %v, want %v", got, want)

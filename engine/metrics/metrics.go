@@ -77,7 +77,7 @@ func New() *Registry {
 	r.barrierAppends = counter("statelog_barrier_appends", "Barrier records appended for linearizable reads.", "domain")
 	r.endReads = counter("statelog_end_reads", "Questions to a one-replica log for its end, asked for linearizable reads instead of a barrier (each may answer several reads).", "domain")
 	r.barrierReads = histogram("statelog_barrier_reads", "Linearizable reads answered by one barrier append (coalescing).", []float64{1, 2, 4, 8, 16, 32, 64, 128}, "domain")
-	r.writePhases = histogram(writePhaseName, "Where a write's time goes, by phase of each round: decide, append (until the broker answers), settle (until this node has applied what the answer names).", phaseBuckets, "domain", "phase")
+	r.writePhases = histogram(writePhaseName, "Where a write's time goes, by phase of each round: decide, check (a create's read of the stream's creation instant), append (until the broker answers), settle (until this node has applied what the answer names).", phaseBuckets, "domain", "phase")
 	r.txSeconds = histogram("statelog_apply_tx_seconds", "Duration of one committed apply transaction.", applyBuckets, "domain")
 	r.batchSeconds = histogram("statelog_apply_batch_seconds", "Duration of applying one delivered batch (one or more transactions, retries included).", applyBuckets, "domain")
 	r.refusals = counter("refusals", "Refusals answered, by code and surface.", "code", "surface")

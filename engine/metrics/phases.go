@@ -12,6 +12,10 @@ import (
 const (
 	// PhaseDecide is the read transaction that decides the record.
 	PhaseDecide = "decide"
+	// PhaseCheck is a write at an expectation of zero (a create) reading
+	// the stream's creation instant before it appends; a round that
+	// appends at another expectation has none.
+	PhaseCheck = "check"
 	// PhaseAppend is the append, from the checks before it is sent to the
 	// broker's answer.
 	PhaseAppend = "append"
@@ -22,7 +26,7 @@ const (
 )
 
 // Phases are a write round's phases in the order it goes through them.
-var Phases = []string{PhaseDecide, PhaseAppend, PhaseSettle}
+var Phases = []string{PhaseDecide, PhaseCheck, PhaseAppend, PhaseSettle}
 
 // writePhaseName is the histogram of the phases, and WritePhaseMetric the
 // name /metrics gives it (what a reader of the text format looks for).

@@ -22,6 +22,16 @@ type slowLog struct {
 	barrier  string
 	delay    time.Duration
 	delaying *atomic.Bool
+	// infoDelay holds each Info while infoDelaying.
+	infoDelay    time.Duration
+	infoDelaying *atomic.Bool
+}
+
+func (s slowLog) Info(ctx context.Context) (statelog.LogInfo, error) {
+	if s.infoDelaying != nil && s.infoDelaying.Load() {
+		time.Sleep(s.infoDelay)
+	}
+	return s.Log.Info(ctx)
 }
 
 func (s slowLog) Publish(ctx context.Context, subject string, data []byte, msgID string, expectLast *uint64) (statelog.PubAck, error) {
@@ -41,13 +51,16 @@ func (s slowLog) Publish(ctx context.Context, subject string, data []byte, msgID
 // phases add up to no more than the call (they do not overlap). Bounds
 // from below only: a loaded machine adds time, never removes it. A write
 // refused from the node's rows observes decides, and no append or settle.
+// Only a create checks the stream's creation instant: with the broker's
+// stream info held 30 ms, its check phase takes them, and the update
+// observes no check.
 func TestWritePhasesSayWhereTheTimeWent(t *testing.T) {
-	const sendLate, commitLate = 60 * time.Millisecond, 40 * time.Millisecond
+	const sendLate, commitLate, infoLate = 60 * time.Millisecond, 40 * time.Millisecond, 30 * time.Millisecond
 	ctx := context.Background()
-	var slow atomic.Bool
+	var slow, slowInfo atomic.Bool
 	n := enginetest.OpenNode(t, node.Config{Hooks: node.Hooks{
 		WrapLog: func(d engine.Domain, l statelog.Log) statelog.Log {
-			return slowLog{Log: l, barrier: statelog.BarrierSubject(d), delay: sendLate, delaying: &slow}
+			return slowLog{Log: l, barrier: statelog.BarrierSubject(d), delay: sendLate, delaying: &slow, infoDelay: infoLate, infoDelaying: &slowInfo}
 		},
 		BeforeApplyCommit: func(d engine.Domain, _ uint64) error {
 			if slow.Load() && d == engine.DomainTracker {
@@ -57,9 +70,16 @@ func TestWritePhasesSayWhereTheTimeWent(t *testing.T) {
 		}}})
 	svc := n.Tracker()
 	mustProject(t, svc, "ENG")
+	beforeCreate := n.Metrics().WritePhases(string(engine.DomainTracker))
+	slowInfo.Store(true)
 	w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "phased"})
+	slowInfo.Store(false)
 	if err != nil || w.Outcome != engine.Applied {
 		t.Fatalf("create: %+v %v", w, err)
+	}
+	create := n.Metrics().WritePhases(string(engine.DomainTracker)).Since(beforeCreate)
+	if c := create[metrics.PhaseCheck]; c.Rounds != 1 || c.Took < infoLate {
+		t.Errorf("a create's check: %d rounds, %v, want one round of at least the stream info's hold (%v)", c.Rounds, c.Took, infoLate)
 	}
 
 	before := n.Metrics().WritePhases(string(engine.DomainTracker))
@@ -75,8 +95,12 @@ func TestWritePhasesSayWhereTheTimeWent(t *testing.T) {
 	after := n.Metrics().WritePhases(string(engine.DomainTracker))
 	update := after.Since(before)
 	for _, p := range metrics.Phases {
-		if got := update[p].Rounds; got != 1 {
-			t.Errorf("phase %s observed %d rounds of one update, want 1", p, got)
+		want := uint64(1)
+		if p == metrics.PhaseCheck {
+			want = 0 // an update appends at its item's last record
+		}
+		if got := update[p].Rounds; got != want {
+			t.Errorf("phase %s observed %d rounds of one update, want %d", p, got, want)
 		}
 	}
 	decided, appended, settled := update[metrics.PhaseDecide].Took, update[metrics.PhaseAppend].Took, update[metrics.PhaseSettle].Took
@@ -97,7 +121,7 @@ func TestWritePhasesSayWhereTheTimeWent(t *testing.T) {
 	if refused[metrics.PhaseDecide].Rounds == 0 {
 		t.Error("a write refused from the node's rows observed no decide")
 	}
-	for _, p := range []string{metrics.PhaseAppend, metrics.PhaseSettle} {
+	for _, p := range []string{metrics.PhaseCheck, metrics.PhaseAppend, metrics.PhaseSettle} {
 		if refused[p].Rounds != 0 {
 			t.Errorf("a write refused before it appended observed %d %s rounds", refused[p].Rounds, p)
 		}

@@ -195,7 +195,10 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			return out, err
 		}
 		if anchor == 0 {
-			if err := r.zero.check(ctx, r.checkCreatedBeforeZero); err != nil {
+			began = time.Now()
+			err := r.zero.check(ctx, r.checkCreatedBeforeZero)
+			r.cfg.Metrics.WritePhase(metrics.PhaseCheck, time.Since(began))
+			if err != nil {
 				return out, err
 			}
 		}

@@ -75,7 +75,12 @@ func writePhases(w io.Writer, figs []Figure) error {
 	for _, f := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t", f.Target, f.Workload)
 		for _, p := range metrics.Phases {
-			fmt.Fprintf(tw, "%s\t", round(f.WritePhases[p]))
+			took, ok := f.WritePhases[p]
+			if !ok {
+				fmt.Fprint(tw, "-\t") // no round had it: a check, outside creates
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t", round(took))
 		}
 		fmt.Fprintln(tw)
 	}
