@@ -13,9 +13,10 @@ import (
 // hot paths read: a linearizable read's log end at one replica and a
 // create's creation-instant check both ask for it on every call. The
 // client library's Stream.Info decodes the whole answer (the config's
-// forty-odd fields, their custom decoders, the cluster's replicas),
-// which was the largest decode of a get_work_item over MCP (0.45 s of
-// 6.6 s of CPU at c=1); this one decodes what is read.
+// forty-odd fields, their custom decoders, the cluster's replicas); this
+// one decodes what is read. The question itself stays the cost: about
+// 115 µs of CPU, broker included, of which the decode saved 3–7 %
+// (BenchmarkStreamInfo).
 type streamState struct {
 	Created time.Time `json:"created"`
 	Config  struct {

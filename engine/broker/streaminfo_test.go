@@ -64,3 +64,38 @@ func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
 		t.Fatal("LastSeq of a deleted stream answered a log end")
 	}
 }
+
+// BenchmarkStreamInfo: the CPU of one stream info question the way
+// Log.Info asks it (the answer decoded for the fields it reads) against
+// the client library's Stream.Info (the whole answer decoded), on a real
+// embedded broker. cpu-µs/op is the process's, broker included.
+//
+//	go test -run '^$' -bench StreamInfo ./engine/broker
+func BenchmarkStreamInfo(b *testing.B) {
+	bk, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "i1", StoreDir: b.TempDir(), Sync: broker.Sync{Always: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bk.Close()
+	ctx := context.Background()
+	stream, err := broker.EnsureStream(ctx, bk.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
+		MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := broker.NewLog(bk.JS, stream, "lean", "n1", enginetest.Logger())
+	for name, ask := range map[string]func() error{
+		"log":     func() error { _, err := l.Info(ctx); return err },
+		"library": func() error { _, err := stream.Info(ctx); return err },
+	} {
+		b.Run(name, func(b *testing.B) {
+			c0 := enginetest.CPUTime()
+			for i := 0; i < b.N; i++ {
+				if err := ask(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((enginetest.CPUTime()-c0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
