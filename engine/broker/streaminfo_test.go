@@ -17,23 +17,13 @@ import (
 // read equals what the client library's whole decode says, on a real
 // embedded broker, and a deleted stream answers the same not-found error.
 func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
-	b, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "i1", StoreDir: t.TempDir(), Sync: broker.Sync{Always: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, stream, l := leanRig(t)
 	ctx := context.Background()
-	stream, err := broker.EnsureStream(ctx, b.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
-		MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 7; i++ {
 		if _, err := b.JS.Publish(ctx, "crewlet.lean.x", []byte("r")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l := broker.NewLog(b.JS, stream, "lean", "n1", enginetest.Logger())
 	got, err := l.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,18 +62,8 @@ func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
 //
 //	go test -run '^$' -bench StreamInfo ./engine/broker
 func BenchmarkStreamInfo(b *testing.B) {
-	bk, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "i1", StoreDir: b.TempDir(), Sync: broker.Sync{Always: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bk.Close()
+	_, stream, l := leanRig(b)
 	ctx := context.Background()
-	stream, err := broker.EnsureStream(ctx, bk.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
-		MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	l := broker.NewLog(bk.JS, stream, "lean", "n1", enginetest.Logger())
 	for name, ask := range map[string]func() error{
 		"log":     func() error { _, err := l.Info(ctx); return err },
 		"library": func() error { _, err := stream.Info(ctx); return err },
@@ -98,4 +78,19 @@ func BenchmarkStreamInfo(b *testing.B) {
 			b.ReportMetric(float64((enginetest.CPUTime()-c0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// leanRig is an embedded broker with one stream, LEAN, opened as a log.
+func leanRig(tb testing.TB) (*broker.Embedded, jetstream.Stream, *broker.Log) {
+	b, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "i1", StoreDir: tb.TempDir(), Sync: broker.Sync{Always: true}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Close)
+	stream, err := broker.EnsureStream(context.Background(), b.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
+		MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b, stream, broker.NewLog(b.JS, stream, "lean", "n1", enginetest.Logger())
 }
