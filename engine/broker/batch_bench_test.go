@@ -97,29 +97,29 @@ func benchShape(b *testing.B, r, c int, allowAtomic bool, run shapeRunner) {
 }
 
 // startBrokers starts r embedded brokers syncing always, clustered when
-// r > 1, closed when the benchmark ends; it returns the first.
-func startBrokers(b *testing.B, r int) *broker.Embedded {
+// r > 1, closed when the test or benchmark ends; it returns the first.
+func startBrokers(tb testing.TB, r int) *broker.Embedded {
 	routes := make([]string, r)
 	listens := make([]string, r)
 	for i := range listens {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		listens[i], routes[i] = ln.Addr().String(), "nats://"+ln.Addr().String()
 		ln.Close()
 	}
 	var first *broker.Embedded
 	for i := 0; i < r; i++ {
-		o := broker.EmbeddedOptions{ServerName: fmt.Sprintf("bench%d", i), StoreDir: b.TempDir(), Sync: broker.Sync{Always: true}, MaxStore: 4 << 30}
+		o := broker.EmbeddedOptions{ServerName: fmt.Sprintf("bench%d", i), StoreDir: tb.TempDir(), Sync: broker.Sync{Always: true}, MaxStore: 4 << 30}
 		if r > 1 {
 			o.Cluster = &broker.ClusterOptions{Name: "bench", Listen: listens[i], Routes: routes}
 		}
 		eb, err := broker.StartEmbedded(o)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		b.Cleanup(eb.Close)
+		tb.Cleanup(eb.Close)
 		if first == nil {
 			first = eb
 		}

@@ -191,7 +191,7 @@ func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint
 	var info *jetstream.StreamInfo
 	err = Settle(ctx, settleWait, func(rctx context.Context) error {
 		var err error
-		info, err = l.stream.Info(rctx)
+		info, err = l.fullInfo(rctx)
 		return err
 	})
 	if err != nil {
@@ -206,7 +206,7 @@ func (l *Log) SetMaxBytes(ctx context.Context, n int64) (before int64, held uint
 	sent := false
 	err = Settle(ctx, settleWait, func(rctx context.Context) error {
 		if sent {
-			if now, err := l.stream.Info(rctx); err != nil {
+			if now, err := l.fullInfo(rctx); err != nil {
 				return err
 			} else if now.Config.MaxBytes == n {
 				return nil // it landed; its answer did not

@@ -49,6 +49,11 @@ type Log struct {
 	// ownReader: this node's reader of a replicated stream is one replica
 	// on its own broker server (SetOwnReader, place.go).
 	ownReader bool
+	// replicas is the stream's replica count as the newest stream info
+	// answer gave it (the one the log was opened with until one came): an
+	// operator may scale a running stream, and the election bound and the
+	// reader's placement follow it (replicaCount).
+	replicas atomic.Int64
 }
 
 // SetSettleWait sets how long opening the reader retries a broker that
@@ -86,7 +91,21 @@ func NewLog(js jetstream.JetStream, s jetstream.Stream, domain engine.Domain, no
 		// appends, and batches measured no faster there (BATCHING.md).
 		l.comb = newCombiner(js.Conn(), cfg.Name)
 	}
+	l.replicas.Store(int64(cfg.Replicas))
 	return l
+}
+
+// replicaCount is the stream's replica count as last answered.
+func (l *Log) replicaCount() int { return int(l.replicas.Load()) }
+
+// fullInfo is the client library's whole stream info answer, its replica
+// count noted.
+func (l *Log) fullInfo(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	info, err := l.stream.Info(ctx, opts...)
+	if err == nil {
+		l.replicas.Store(int64(info.Config.Replicas))
+	}
+	return info, err
 }
 
 // SetSingleAppends makes every append go out alone, never combined.
@@ -308,7 +327,7 @@ func (l *Log) PurgeThrough(ctx context.Context, seq uint64) error {
 
 // SubjectCount is how many messages the stream holds on subject.
 func (l *Log) SubjectCount(ctx context.Context, subject string) (uint64, error) {
-	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	info, err := l.fullInfo(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		return 0, err
 	}
@@ -376,7 +395,7 @@ func Drift(ackFloor, delivered uint64, ackPending int, checkpoint, firstSeq uint
 func (l *Log) firstSeq(ctx context.Context) (uint64, error) {
 	ictx, cancel := context.WithTimeout(ctx, RequestWait)
 	defer cancel()
-	info, err := l.stream.Info(ictx)
+	info, err := l.fullInfo(ictx)
 	if err != nil {
 		return 0, err
 	}

@@ -33,7 +33,7 @@ func leadOf(ci *jetstream.ClusterInfo) Lead {
 
 // StreamLead is who leads this log's stream.
 func (l *Log) StreamLead(ctx context.Context) (Lead, error) {
-	info, err := l.stream.Info(ctx)
+	info, err := l.fullInfo(ctx)
 	if err != nil {
 		return Lead{}, classify(err)
 	}
@@ -49,7 +49,7 @@ func (l *Log) ReaderLead(ctx context.Context, node string) (Lead, error) {
 		return Lead{}, classify(err)
 	}
 	info := c.CachedInfo()
-	if ci := info.Cluster; info.Config.Replicas <= 1 && l.stream.CachedInfo().Config.Replicas <= 1 && (ci == nil || ci.Leader == "") {
+	if ci := info.Cluster; info.Config.Replicas <= 1 && l.replicaCount() <= 1 && (ci == nil || ci.Leader == "") {
 		// A lone broker runs no group to elect: its one server is the
 		// reader's, for as long as the reader exists.
 		return Lead{Leader: l.Server(), Since: info.Created}, nil
@@ -72,7 +72,7 @@ const electionBound = 10 * time.Second
 // while its stream elects a leader: electionBound on a replicated
 // stream, 0 on one replica, which no election touches.
 func (l *Log) ElectionBound() time.Duration {
-	if l.stream.CachedInfo().Config.Replicas > 1 {
+	if l.replicaCount() > 1 {
 		return electionBound
 	}
 	return 0
@@ -95,13 +95,9 @@ type stepDownAnswer struct {
 // stepDown asks the leader of a stream (consumer empty) or of a consumer
 // to hand its leadership to server.
 func (l *Log) stepDown(ctx context.Context, consumer, server string) error {
-	prefix := l.js.Options().APIPrefix
-	if prefix == "" {
-		prefix = jetstream.DefaultAPIPrefix
-	}
-	subj := prefix + "STREAM.LEADER.STEPDOWN." + l.name
+	subj := l.apiSubject("STREAM.LEADER.STEPDOWN." + l.name)
 	if consumer != "" {
-		subj = prefix + "CONSUMER.LEADER.STEPDOWN." + l.name + "." + consumer
+		subj = l.apiSubject("CONSUMER.LEADER.STEPDOWN." + l.name + "." + consumer)
 	}
 	body, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": server}})
 	if _, ok := ctx.Deadline(); !ok {

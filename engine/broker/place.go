@@ -94,10 +94,10 @@ func (l *Log) createReader(ctx context.Context, checkpoint uint64) (jetstream.Co
 // change when the stream moves), from when the log was opened otherwise.
 func (l *Log) placesOwnReader(ctx context.Context) bool {
 	own := l.Server()
-	if !l.ownReader || own == "" || l.stream.CachedInfo().Config.Replicas <= 1 {
+	if !l.ownReader || own == "" || l.replicaCount() <= 1 {
 		return false
 	}
-	info, err := l.stream.Info(ctx)
+	info, err := l.fullInfo(ctx)
 	if err != nil {
 		info = l.stream.CachedInfo()
 	}

@@ -35,16 +35,12 @@ type streamState struct {
 }
 
 // streamInfoRequest asks the broker for the stream's info answer and
-// decodes the streamState of it. Its errors are those of Stream.Info
+// decodes the streamState of it, noting the replica count. Its errors are those of Stream.Info
 // (jetstream.ErrStreamNotFound, an *jetstream.APIError, the request's
 // own), for classify.
 func (l *Log) streamInfoRequest(ctx context.Context) (streamState, error) {
-	prefix := l.js.Options().APIPrefix
-	if prefix == "" {
-		prefix = jetstream.DefaultAPIPrefix
-	}
 	var st streamState
-	msg, err := l.js.Conn().RequestWithContext(ctx, prefix+"STREAM.INFO."+l.name, nil)
+	msg, err := l.js.Conn().RequestWithContext(ctx, l.apiSubject("STREAM.INFO."+l.name), nil)
 	if err != nil {
 		return st, err
 	}
@@ -57,5 +53,16 @@ func (l *Log) streamInfoRequest(ctx context.Context) (streamState, error) {
 		}
 		return st, st.Error
 	}
+	l.replicas.Store(int64(st.Config.Replicas))
 	return st, nil
+}
+
+// apiSubject is the JetStream API subject of a request (suffix such as
+// "STREAM.INFO.<stream>") under the connection's API prefix.
+func (l *Log) apiSubject(suffix string) string {
+	prefix := l.js.Options().APIPrefix
+	if prefix == "" {
+		prefix = jetstream.DefaultAPIPrefix
+	}
+	return prefix + suffix
 }

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,4 +94,41 @@ func leanRig(tb testing.TB) (*broker.Embedded, jetstream.Stream, *broker.Log) {
 		tb.Fatal(err)
 	}
 	return b, stream, broker.NewLog(b.JS, stream, "lean", "n1", enginetest.Logger())
+}
+
+// TestElectionBoundFollowsAScaledStream: a stream an operator scales from
+// one replica to three under a running log is read as replicated from the
+// next stream info answer on (the heartbeat asks one every beat), so the
+// log's election bound is a raft election's, not the lone broker's zero.
+// Log.Info decodes its own answer; the count is noted from it, not from
+// the client library's cached copy, which that answer no longer refreshes.
+func TestElectionBoundFollowsAScaledStream(t *testing.T) {
+	b := startBrokers(t, 3)
+	ctx := context.Background()
+	var stream jetstream.Stream
+	enginetest.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		var err error
+		stream, err = broker.EnsureStream(ctx, b.JS, broker.StreamSpec{Name: "SCALED", Subjects: []string{"crewlet.scaled.>"},
+			MaxBytes: 1 << 20, Duplicates: time.Minute, Replicas: 1}, enginetest.Logger())
+		return err
+	})
+	l := broker.NewLog(b.JS, stream, "scaled", "n1", enginetest.Logger())
+	if got := l.ElectionBound(); got != 0 {
+		t.Fatalf("a one-replica stream's election bound is %v, want 0", got)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.Replicas = 3
+	enginetest.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := b.JS.UpdateStream(ctx, cfg)
+		return err
+	})
+	enginetest.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if _, err := l.Info(ctx); err != nil {
+			return err
+		}
+		if l.ElectionBound() == 0 {
+			return fmt.Errorf("after the stream was scaled to three replicas the election bound is still 0")
+		}
+		return nil
+	})
 }

@@ -16,8 +16,8 @@ const (
 	// the stream's creation instant before it appends; a round that
 	// appends at another expectation has none.
 	PhaseCheck = "check"
-	// PhaseAppend is the append, from the checks before it is sent to the
-	// broker's answer.
+	// PhaseAppend is the append, from the ceiling's check before it is
+	// sent to the broker's answer (the check phase comes before it).
 	PhaseAppend = "append"
 	// PhaseSettle is from the broker's answer to the write's own: this
 	// node applying the record, or the winner's where the round lost the
