@@ -109,30 +109,26 @@ func outcomeOf(res *mcp.CallToolResult, err error) (string, string) {
 		}
 		return "refused", code
 	}
-	if res != nil {
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			// An Answer's bytes: read the one key without decoding the
-			// answer (a probe's Marshal and Unmarshal of every answer
-			// were a tenth of a get_work_item's CPU over MCP).
-			if o := topLevelString(raw, "outcome"); o != "" {
-				return o, ""
-			}
-			return "answered", ""
-		}
-		if m, ok := res.StructuredContent.(map[string]any); ok {
-			if o, ok := m["outcome"].(string); ok && o != "" {
-				return o, ""
-			}
-		} else if res.StructuredContent != nil {
-			var probe struct {
-				Outcome string `json:"outcome"`
-			}
-			if b, err := json.Marshal(res.StructuredContent); err == nil && json.Unmarshal(b, &probe) == nil && probe.Outcome != "" {
-				return probe.Outcome, ""
-			}
+	// Every answer's structured content is its own bytes (Answer): the
+	// one key is read from them without decoding the answer (a Marshal
+	// and an Unmarshal of every answer were a tenth of a get_work_item's
+	// CPU over MCP).
+	if raw, ok := structuredBytes(res); ok {
+		if o := topLevelString(raw, "outcome"); o != "" {
+			return o, ""
 		}
 	}
 	return "answered", ""
+}
+
+// structuredBytes is res's structured content as the bytes Answer made
+// it, false where it has none.
+func structuredBytes(res *mcp.CallToolResult) (json.RawMessage, bool) {
+	if res == nil {
+		return nil, false
+	}
+	raw, ok := res.StructuredContent.(json.RawMessage)
+	return raw, ok
 }
 
 // topLevelString is the value of key in the JSON object b where it is a
