@@ -40,6 +40,7 @@ type benchOptions struct {
 	corpus, bulk       int
 	floor              bool
 	asJSON             bool
+	profiles           string
 }
 
 func (c *BenchCommand) parse(args []string) (benchOptions, error) {
@@ -59,6 +60,7 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	fs.IntVar(&o.bulk, "bulk-items", peerbench.DefaultBulk, "how many items one bulk update changes (one project of the corpus; at most the tracker's bulk maximum)")
 	fs.BoolVar(&o.floor, "floor", true, "run the bare floor (embedded brokers and a SQLite checkpoint in the bench's own process) beside the targets")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
+	fs.StringVar(&o.profiles, "profile", "", "`dir`ectory to write a CPU profile of every server for the first round of each workload (<target>-<workload>-c<N>-<server>.pprof; read with go tool pprof -top); the nodes the bench starts serve them (crewlet serve --pprof), a --node must have been started with --pprof")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet bench [flags]\n\nRun single and concurrent writes, linearizable and stale reads against Crewlet and,\nwhen given one (--rqlite or --rqlited), rqlite over its HTTP API, interleaved.\nrqlite is never downloaded: build it from its source and pass its address or binary.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -97,7 +99,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	defer os.RemoveAll(scratch)
 	cw := &peerbench.Crewlet{BaseURLs: o.nodes}
 	if len(o.nodes) == 0 {
-		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas)
+		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas, o.profiles != "")
 		if err != nil {
 			return err
 		}
@@ -140,9 +142,14 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if o.floor {
 		targets = append(targets, &peerbench.Floor{Dir: filepath.Join(scratch, "floor"), Replicas: o.replicas})
 	}
+	if o.profiles != "" {
+		if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+	}
 	ws, _ := workloads(o.kinds)
 	figs, err := peerbench.Run(ctx, peerbench.Config{Targets: targets, Workloads: ws, Plan: peerbench.PlanFor(ws, o.corpus, o.bulk),
-		Rounds: o.rounds, PerRound: o.perRound, Progress: c.Stderr})
+		Rounds: o.rounds, PerRound: o.perRound, Progress: c.Stderr, Profiles: o.profiles})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -103,14 +104,16 @@ func TestBenchCommand(t *testing.T) {
 // nodes of one fleet on loopback (it says so, naming three addresses), and
 // every stale read — the workers spread over the three — finds the row the
 // set-up wrote through the first, which only nodes of one fleet can do
-// (the set-up itself reads it at linearizable on each). Flags that would
-// size nothing are refused.
+// (the set-up itself reads it at linearizable on each). With --profile,
+// every node's CPU profile of each workload is written where it says.
+// Flags that would size nothing are refused.
 func TestBenchCommandFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-node fleet")
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "create,toy_read_stale", "--floor=false", "--json")
+	profiles := t.TempDir()
+	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "create,toy_read_stale", "--floor=false", "--json", "--profile", profiles)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("crewlet bench --replicas 3: %v\n%s", err, stderr.String())
@@ -134,6 +137,17 @@ func TestBenchCommandFleet(t *testing.T) {
 	for _, f := range figs {
 		if f.Ok == 0 || (strings.HasPrefix(f.Workload, "toy_read_stale") && f.Failed > 0) {
 			t.Errorf("%s: %d done, %d failed, first: %s", f.Workload, f.Ok, f.Failed, f.FirstErr)
+		}
+		// One profile a node, gzipped as go tool pprof reads it.
+		kind, conc, _ := strings.Cut(f.Workload, " c=")
+		for node := 1; node <= 3; node++ {
+			path := filepath.Join(profiles, fmt.Sprintf("crewlet-%s-c%s-%d.pprof", kind, conc, node))
+			b, err := os.ReadFile(path)
+			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Errorf("%s: %d bytes, %v; the bench said:\n%s", path, len(b), err, stderr.String())
+			} else if !strings.Contains(stderr.String(), "profile: "+path) {
+				t.Errorf("the bench did not say where %s went", path)
+			}
 		}
 	}
 	// Each refused for --replicas itself: without its check, the last

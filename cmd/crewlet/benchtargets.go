@@ -27,8 +27,8 @@ import (
 // with its data under dir; more than one form a fleet whose embedded
 // brokers are clustered and whose logs have n replicas. It waits for
 // every /readyz and returns the processes, the nodes' base URLs and their
-// operator token.
-func startBenchFleet(ctx context.Context, dir string, n int) (g childGroup, urls []string, tok string, err error) {
+// operator token. With pprof, the nodes serve their runtime profiles.
+func startBenchFleet(ctx context.Context, dir string, n int, pprof bool) (g childGroup, urls []string, tok string, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, "", err
@@ -55,6 +55,9 @@ func startBenchFleet(ctx context.Context, dir string, n int) (g childGroup, urls
 		nodeDir := filepath.Join(dir, name)
 		url := fmt.Sprintf("http://127.0.0.1:%d", https[i])
 		args := []string{"serve", "--data", filepath.Join(nodeDir, "data"), "--http", fmt.Sprintf("127.0.0.1:%d", https[i]), "--log-format", "json"}
+		if pprof {
+			args = append(args, "--pprof")
+		}
 		if n > 1 {
 			cfg := filepath.Join(nodeDir, "crewlet.yaml")
 			if err := writeFleetConfig(cfg, name, tok, n, listens[i], routes); err != nil {

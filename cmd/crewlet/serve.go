@@ -29,6 +29,9 @@ type serveOptions struct {
 	DataDir   string
 	Listen    string // HTTP.Listen
 	LogFormat string
+	// Pprof serves Go's profiles at /debug/pprof/ behind the operator
+	// token (crewlet bench --profile asks its nodes for them).
+	Pprof bool
 }
 
 func (c *ServeCommand) parse(args []string) (serveOptions, error) {
@@ -39,6 +42,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	listen := fs.String("http", "", "HTTP listen `addr`ess (default http.listen, else "+httpedge.DefaultListen+")")
 	mode := fs.String("mode", "", "node `mode`: normal, maintenance or seal (default node.mode, else normal)")
 	logFormat := fs.String("log-format", LogFormatAuto, "log `format` on stderr: auto, json or text")
+	pprof := fs.Bool("pprof", false, "serve Go's runtime profiles at /debug/pprof/ behind the operator token (what crewlet bench --profile reads)")
 	filters := addFilterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet serve [flags]\n\nRun a node and serve the operator MCP at http://ADDR/operator/mcp.\n\nFlags:\n")
@@ -74,6 +78,7 @@ func (c *ServeCommand) parse(args []string) (serveOptions, error) {
 	o.HTTP = o.Config.HTTPConfig().WithDefaults()
 	o.Listen = o.HTTP.Listen
 	o.LogFormat = *logFormat
+	o.Pprof = *pprof
 	return o, nil
 }
 
@@ -143,7 +148,11 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err := surfaces.ServeEstate(n, reg, mcp.Options{Version: Version(), Logger: logger}); err != nil {
 		return err
 	}
-	root := surfaces.HTTP(n, reg, mcp.OperatorHandler(srv, logger), httpedge.NewGuard(opts), mo)
+	guard := httpedge.NewGuard(opts)
+	root := surfaces.HTTP(n, reg, mcp.OperatorHandler(srv, logger), guard, mo)
+	if o.Pprof {
+		root = httpedge.WithProfiles(root, guard)
+	}
 
 	// The edge comes before every route, the guard included.
 	limits := httpedge.Limits{MaxBodyBytes: o.HTTP.MaxBodyBytes, MaxConnections: maxConns}.WithDefaults()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -154,6 +155,10 @@ func (c *campaign) took(rev uint64, l Lease) {
 func (c *campaign) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	log := c.d.log.With("duty", c.job.Name)
+	// A profile of the node tells the duty's CPU by this label
+	// (go tool pprof -tagfocus duty=embedding).
+	ctx = pprof.WithLabels(ctx, pprof.Labels("duty", c.job.Name))
+	pprof.SetGoroutineLabels(ctx)
 	for {
 		err := c.job.Run(ctx, log)
 		if ctx.Err() != nil {

@@ -141,6 +141,9 @@ type Config struct {
 	PerRound  time.Duration // how long each workload runs per target per round
 	// Progress, when set, gets one line per finished measurement.
 	Progress io.Writer
+	// Profiles, when set, is the directory where the first round's CPU
+	// profile of each workload on each server of a Profiler is written.
+	Profiles string
 }
 
 // Figure is one workload's result on one target.
@@ -199,7 +202,14 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 					accs[key] = a
 					order = append(order, key)
 				}
+				var pr *profiling
+				if p, ok := t.(Profiler); ok && c.Profiles != "" && r == 0 {
+					pr = startProfiles(ctx, p, t.Name(), w, c.PerRound, c.Profiles)
+				}
 				m := measureCosts(ctx, t, w, c.PerRound, &a.costs)
+				if pr != nil {
+					pr.wait(c.Progress)
+				}
 				a.add(m)
 				if c.Progress != nil {
 					fmt.Fprintf(c.Progress, "round %d/%d %s %s: %.0f ops/s, %d failed\n", r+1, c.Rounds, t.Name(), w, a.rates[len(a.rates)-1], m.failed)

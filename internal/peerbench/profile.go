@@ -1,0 +1,108 @@
+package peerbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Profiler is a target whose server processes answer Go's CPU profile
+// over HTTP (net/http/pprof's /debug/pprof/profile): Crewlet nodes
+// started with `crewlet serve --pprof`, and rqlite, which serves it on
+// its HTTP API. With Config.Profiles set, the first round's measurement
+// of each workload is profiled on every server, so a figure comes with
+// where its CPU went (`go tool pprof -top FILE`).
+type Profiler interface {
+	// ProfileRequests are the requests asking each server for a CPU
+	// profile of the next seconds, in server order.
+	ProfileRequests(ctx context.Context, seconds int) ([]*http.Request, error)
+}
+
+// profileRequest is a GET of base's CPU profile, with the headers given.
+func profileRequest(ctx context.Context, base string, seconds int, header http.Header) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(base, "/"), seconds), nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return req, nil
+}
+
+// profiling is the profiles of one measurement, being taken.
+type profiling struct {
+	wg    sync.WaitGroup
+	files []string
+	errs  []error
+}
+
+// startProfiles asks every server of p for a CPU profile covering a
+// measurement of d (whole seconds, at least one) and writes each answer
+// to dir as <target>-<kind>-c<N>-<server>.pprof once it arrives.
+func startProfiles(ctx context.Context, p Profiler, target string, w Workload, d time.Duration, dir string) *profiling {
+	pr := &profiling{}
+	seconds := max(1, int(d/time.Second))
+	reqs, err := p.ProfileRequests(ctx, seconds)
+	if err != nil {
+		pr.errs = append(pr.errs, err)
+		return pr
+	}
+	pr.files = make([]string, len(reqs))
+	pr.errs = make([]error, len(reqs))
+	for i, req := range reqs {
+		pr.files[i] = filepath.Join(dir, fmt.Sprintf("%s-%s-c%d-%d.pprof", target, w.Kind, w.Concurrency, i+1))
+		pr.wg.Add(1)
+		go func() {
+			defer pr.wg.Done()
+			pr.errs[i] = fetchProfile(req, pr.files[i])
+		}()
+	}
+	return pr
+}
+
+// fetchProfile writes the answer of req to path; an answer other than
+// 200 is an error saying what the server said.
+func fetchProfile(req *http.Request, path string) error {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s answered %d: %s", req.URL.Redacted(), resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// wait waits for the profiles and says, on out, where each went or why
+// it did not: a profile that failed costs its figure nothing.
+func (pr *profiling) wait(out io.Writer) {
+	pr.wg.Wait()
+	if out == nil {
+		return
+	}
+	for i, err := range pr.errs {
+		switch {
+		case err != nil:
+			fmt.Fprintf(out, "profile: %v\n", err)
+		case i < len(pr.files):
+			fmt.Fprintf(out, "profile: %s\n", pr.files[i])
+		}
+	}
+}
