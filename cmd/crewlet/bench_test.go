@@ -68,6 +68,11 @@ func TestBenchCommand(t *testing.T) {
 				t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
 			}
 		}
+		// After a measurement of writes the bench waited for the servers
+		// it started to fall quiet, at least one interval.
+		if runtime.GOOS == "linux" && f.Target != "floor" && strings.Contains(",create,update,bulk,toy_write,", ","+kind+",") && f.Drain <= 0 {
+			t.Errorf("%s %s: no drain after its writes", f.Target, f.Workload)
+		}
 		// Creates check the stream's creation instant; updates do not.
 		if took, ok := f.WritePhases["check"]; (kind == "create" || kind == "toy_write") && f.Target == "crewlet" && (!ok || took <= 0) {
 			t.Errorf("%s %s: no check phase (%v, present %v)", f.Target, f.Workload, took, ok)

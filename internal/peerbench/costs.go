@@ -18,7 +18,25 @@ type costs struct {
 	cpuLost bool
 	// rss is the most the target's processes held at a round's end.
 	rss int64
+	// drain is the time the target's processes took, summed over the
+	// rounds, to fall quiet after the writes of a measurement (drain).
+	drain time.Duration
 }
+
+// Draining: after a measurement of writes, the CPU the target's processes
+// spend until they are quiet again is the measurement's too. A Crewlet
+// node embeds every source a write changed on the embedding duty, which
+// runs every second, so a burst of creates leaves work behind it; counted
+// in the next measurement, or on another target's round that shares the
+// machine, it would flatter this one's CPU per operation and burden the
+// other's rate. Quiet is at most drainQuiet of one core over a
+// drainInterval (an idle node uses about 1 %), waited for at most
+// drainMax.
+const (
+	drainInterval = 250 * time.Millisecond
+	drainQuiet    = 0.10
+	drainMax      = 2 * time.Minute
+)
 
 // writes says whether a kind's operations are writes (their phases are
 // read around them).
@@ -40,6 +58,11 @@ func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c 
 		cpu0, cerr = meter.ServerCPU()
 	}
 	m := measure(ctx, t, w, d)
+	if metered && cerr == nil && w.Kind.writes() {
+		var took time.Duration
+		took, cerr = drain(ctx, meter)
+		c.drain += took
+	}
 	if metered && cerr == nil {
 		var cpu1 time.Duration
 		if cpu1, cerr = meter.ServerCPU(); cerr == nil {
@@ -67,4 +90,31 @@ func (c *costs) perOp(ok int) time.Duration {
 		return 0
 	}
 	return c.cpu / time.Duration(ok)
+}
+
+// drain waits until the processes of meter spend at most drainQuiet of a
+// core over a drainInterval, and says how long that took (drainMax at
+// most).
+func drain(ctx context.Context, meter CPUMeter) (time.Duration, error) {
+	start := time.Now()
+	last, err := meter.ServerCPU()
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(start) < drainMax {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), ctx.Err()
+		case <-time.After(drainInterval):
+		}
+		now, err := meter.ServerCPU()
+		if err != nil {
+			return time.Since(start), err
+		}
+		if float64(now-last) <= drainQuiet*float64(drainInterval) {
+			return time.Since(start), nil
+		}
+		last = now
+	}
+	return time.Since(start), nil
 }

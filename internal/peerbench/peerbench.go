@@ -160,8 +160,11 @@ type Figure struct {
 	// writes, the mean time a write's round spent in each phase.
 	WritePhases map[string]time.Duration `json:"write_phases_ns,omitempty"`
 	// CPUPerOp is the CPU time the target's server processes used per
-	// operation completed, where the bench started them (CPUMeter).
+	// operation completed, where the bench started them (CPUMeter): for
+	// writes, until the processes fell quiet after the measurement
+	// (costs.go), which Drain says took this long in a round, on average.
 	CPUPerOp time.Duration `json:"cpu_per_op_ns,omitempty"`
+	Drain    time.Duration `json:"drain_ns,omitempty"`
 	// RSS is the most resident memory the target's server processes held
 	// together at the end of a round of this workload (Memory).
 	RSS int64 `json:"rss_bytes,omitempty"`
@@ -225,7 +228,8 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
 			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
-			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok), RSS: a.costs.rss})
+			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok), RSS: a.costs.rss,
+			Drain: a.costs.drain / time.Duration(len(a.rates))})
 	}
 	return out, nil
 }

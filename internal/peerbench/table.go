@@ -77,7 +77,32 @@ func WriteTable(w io.Writer, figs []Figure) error {
 			fmt.Fprintf(w, "%s %s: %d failed, first: %s\n", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
 	}
-	return writePhases(w, figs)
+	if err := writePhases(w, figs); err != nil {
+		return err
+	}
+	return writeDrains(w, figs)
+}
+
+// writeDrains says, for each write workload of a target whose processes
+// the bench read, how long they stayed busy after a measurement (the mean
+// of a round), the work its writes left behind: that CPU is in CPU/OP.
+func writeDrains(w io.Writer, figs []Figure) error {
+	var some []Figure
+	for _, f := range figs {
+		if f.Drain > 0 {
+			some = append(some, f)
+		}
+	}
+	if len(some) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nafter the writes, how long the servers stayed busy before they fell quiet (the mean of a round; in CPU/OP):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tBUSY AFTER\t")
+	for _, f := range some {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", f.Target, f.Workload, round(f.Drain))
+	}
+	return tw.Flush()
 }
 
 // floorOf is the bare floor a workload's figures are held against: the
