@@ -56,12 +56,7 @@ func (c *Crewlet) WritePhases(ctx context.Context) (metrics.PhaseTotals, error) 
 // writePhases prints, under the table, where each target's writes spent
 // their time: the mean of each phase over a write's rounds.
 func writePhases(w io.Writer, figs []Figure) error {
-	var rows []Figure
-	for _, f := range figs {
-		if len(f.WritePhases) > 0 {
-			rows = append(rows, f)
-		}
-	}
+	rows := figuresWhere(figs, func(f Figure) bool { return len(f.WritePhases) > 0 })
 	if len(rows) == 0 {
 		return nil
 	}

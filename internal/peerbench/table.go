@@ -87,12 +87,7 @@ func WriteTable(w io.Writer, figs []Figure) error {
 // the bench read, how long they stayed busy after a measurement (the mean
 // of a round), the work its writes left behind: that CPU is in CPU/OP.
 func writeDrains(w io.Writer, figs []Figure) error {
-	var some []Figure
-	for _, f := range figs {
-		if f.Drain > 0 {
-			some = append(some, f)
-		}
-	}
+	some := figuresWhere(figs, func(f Figure) bool { return f.Drain > 0 })
 	if len(some) == 0 {
 		return nil
 	}
@@ -152,4 +147,15 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// figuresWhere keeps the figures for which keep says so, in order.
+func figuresWhere(figs []Figure, keep func(Figure) bool) []Figure {
+	var out []Figure
+	for _, f := range figs {
+		if keep(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

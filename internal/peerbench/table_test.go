@@ -14,7 +14,7 @@ import (
 func TestWriteTable(t *testing.T) {
 	figs := []Figure{
 		{Target: "crewlet", Workload: "http_floor c=1", OpsPerSec: 9000, P50: 100 * time.Microsecond},
-		{Target: "crewlet", Workload: "create c=1", OpsPerSec: 600, P50: 1200 * time.Microsecond, CPUPerOp: time.Millisecond, RSS: 80 << 20},
+		{Target: "crewlet", Workload: "create c=1", OpsPerSec: 600, P50: 1200 * time.Microsecond, CPUPerOp: time.Millisecond, RSS: 80 << 20, Drain: 1500 * time.Millisecond},
 		{Target: "rqlite", Workload: "create c=1", OpsPerSec: 400, P50: 900 * time.Microsecond, CPUPerOp: 500 * time.Microsecond, RSS: 50 << 20},
 		{Target: "floor", Workload: "create c=1", OpsPerSec: 3000, P50: 300 * time.Microsecond},
 		{Target: "crewlet", Workload: "get c=1", OpsPerSec: 4000, P50: 250 * time.Microsecond},
@@ -44,5 +44,9 @@ func TestWriteTable(t *testing.T) {
 	}
 	if got := strings.Join(rows["http_floor c=1"][12:], " "); got != "- - - - -" {
 		t.Errorf("the HTTP floor is held against %q, want nothing", got)
+	}
+	// The drain table names the one figure that had one.
+	if got := strings.Join(rows["crewlet create"], " "); got != "c=1 1.5s" {
+		t.Errorf("the drain row is %q:\n%s", got, b.String())
 	}
 }
