@@ -143,10 +143,18 @@ func TestBenchCommandFleet(t *testing.T) {
 		if f.Ok == 0 || (strings.HasPrefix(f.Workload, "toy_read_stale") && f.Failed > 0) {
 			t.Errorf("%s: %d done, %d failed, first: %s", f.Workload, f.Ok, f.Failed, f.FirstErr)
 		}
-		// One profile a node, gzipped as go tool pprof reads it.
+		// One profile a node, gzipped as go tool pprof reads it, and for
+		// the creates one more of what they left behind.
 		kind, conc, _ := strings.Cut(f.Workload, " c=")
+		var names []string
 		for node := 1; node <= 3; node++ {
-			path := filepath.Join(profiles, fmt.Sprintf("crewlet-%s-c%s-%d.pprof", kind, conc, node))
+			names = append(names, fmt.Sprintf("crewlet-%s-c%s-%d.pprof", kind, conc, node))
+			if kind == "create" {
+				names = append(names, fmt.Sprintf("crewlet-%s-c%s-%d%s.pprof", kind, conc, node, peerbench.AfterSuffix))
+			}
+		}
+		for _, name := range names {
+			path := filepath.Join(profiles, name)
 			b, err := os.ReadFile(path)
 			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 				t.Errorf("%s: %d bytes, %v; the bench said:\n%s", path, len(b), err, stderr.String())

@@ -43,7 +43,9 @@ const (
 func (k Kind) writes() bool { return k == Create || k == Update || k == Bulk || k == ToyWrite }
 
 // measureCosts measures w on t and adds what the measurement cost to c.
-func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c *costs) measurement {
+// measured, when set, is called as the measurement ends, before the
+// drain.
+func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c *costs, measured func()) measurement {
 	ph, phased := t.(Phaser)
 	phased = phased && w.Kind.writes()
 	meter, metered := t.(CPUMeter)
@@ -58,6 +60,9 @@ func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c 
 		cpu0, cerr = meter.ServerCPU()
 	}
 	m := measure(ctx, t, w, d)
+	if measured != nil {
+		measured()
+	}
 	if metered && cerr == nil && w.Kind.writes() {
 		var took time.Duration
 		took, cerr = drain(ctx, meter)

@@ -142,7 +142,8 @@ type Config struct {
 	// Progress, when set, gets one line per finished measurement.
 	Progress io.Writer
 	// Profiles, when set, is the directory where the first round's CPU
-	// profile of each workload on each server of a Profiler is written.
+	// profile of each workload on each server of a Profiler is written,
+	// and for writes a second one of what they left behind (AfterSuffix).
 	Profiles string
 }
 
@@ -205,12 +206,22 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 					accs[key] = a
 					order = append(order, key)
 				}
-				var pr *profiling
+				var prs []*profiling
+				var measured func()
 				if p, ok := t.(Profiler); ok && c.Profiles != "" && r == 0 {
-					pr = startProfiles(ctx, p, t.Name(), w, c.PerRound, c.Profiles)
+					prs = append(prs, startProfiles(ctx, p, t.Name(), w, "", c.PerRound, c.Profiles))
+					if w.Kind.writes() {
+						measured = func() {
+							// A server takes one CPU profile at a time: the
+							// measurement's outlasts a round shorter than
+							// its one second.
+							prs[0].wg.Wait()
+							prs = append(prs, startProfiles(ctx, p, t.Name(), w, AfterSuffix, 2*c.PerRound, c.Profiles))
+						}
+					}
 				}
-				m := measureCosts(ctx, t, w, c.PerRound, &a.costs)
-				if pr != nil {
+				m := measureCosts(ctx, t, w, c.PerRound, &a.costs, measured)
+				for _, pr := range prs {
 					pr.wait(c.Progress)
 				}
 				a.add(m)

@@ -36,6 +36,12 @@ func profileRequest(ctx context.Context, base string, seconds int, header http.H
 	return req, nil
 }
 
+// AfterSuffix names the profiles of what a measurement of writes left
+// behind: taken from the measurement's end for twice its length, over
+// the drain (costs.go), so the work a burst of writes leaves to the
+// node's duties is profiled too.
+const AfterSuffix = "-after"
+
 // profiling is the profiles of one measurement, being taken.
 type profiling struct {
 	wg    sync.WaitGroup
@@ -43,10 +49,10 @@ type profiling struct {
 	errs  []error
 }
 
-// startProfiles asks every server of p for a CPU profile covering a
-// measurement of d (whole seconds, at least one) and writes each answer
-// to dir as <target>-<kind>-c<N>-<server>.pprof once it arrives.
-func startProfiles(ctx context.Context, p Profiler, target string, w Workload, d time.Duration, dir string) *profiling {
+// startProfiles asks every server of p for a CPU profile of the next d
+// (whole seconds, at least one) and writes each answer to dir as
+// <target>-<kind>-c<N>-<server><suffix>.pprof once it arrives.
+func startProfiles(ctx context.Context, p Profiler, target string, w Workload, suffix string, d time.Duration, dir string) *profiling {
 	pr := &profiling{}
 	seconds := max(1, int(d/time.Second))
 	reqs, err := p.ProfileRequests(ctx, seconds)
@@ -57,7 +63,7 @@ func startProfiles(ctx context.Context, p Profiler, target string, w Workload, d
 	pr.files = make([]string, len(reqs))
 	pr.errs = make([]error, len(reqs))
 	for i, req := range reqs {
-		pr.files[i] = filepath.Join(dir, fmt.Sprintf("%s-%s-c%d-%d.pprof", target, w.Kind, w.Concurrency, i+1))
+		pr.files[i] = filepath.Join(dir, fmt.Sprintf("%s-%s-c%d-%d%s.pprof", target, w.Kind, w.Concurrency, i+1, suffix))
 		pr.wg.Add(1)
 		go func() {
 			defer pr.wg.Done()
