@@ -165,7 +165,9 @@ type Figure struct {
 	// writes, until the processes fell quiet after the measurement
 	// (costs.go), which Drain says took this long in a round, on average.
 	CPUPerOp time.Duration `json:"cpu_per_op_ns,omitempty"`
-	Drain    time.Duration `json:"drain_ns,omitempty"`
+	// Drain is how long the processes stayed busy after a round of
+	// writes, the mean over the rounds.
+	Drain time.Duration `json:"drain_ns,omitempty"`
 	// RSS is the most resident memory the target's server processes held
 	// together at the end of a round of this workload (Memory).
 	RSS int64 `json:"rss_bytes,omitempty"`
@@ -206,24 +208,9 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 					accs[key] = a
 					order = append(order, key)
 				}
-				var prs []*profiling
-				var measured func()
-				if p, ok := t.(Profiler); ok && c.Profiles != "" && r == 0 {
-					prs = append(prs, startProfiles(ctx, p, t.Name(), w, "", c.PerRound, c.Profiles))
-					if w.Kind.writes() {
-						measured = func() {
-							// A server takes one CPU profile at a time: the
-							// measurement's outlasts a round shorter than
-							// its one second.
-							prs[0].wg.Wait()
-							prs = append(prs, startProfiles(ctx, p, t.Name(), w, AfterSuffix, 2*c.PerRound, c.Profiles))
-						}
-					}
-				}
+				measured, profiled := measurementProfiles(ctx, c, t, w, r)
 				m := measureCosts(ctx, t, w, c.PerRound, &a.costs, measured)
-				for _, pr := range prs {
-					pr.wait(c.Progress)
-				}
+				profiled()
 				a.add(m)
 				if c.Progress != nil {
 					fmt.Fprintf(c.Progress, "round %d/%d %s %s: %.0f ops/s, %d failed\n", r+1, c.Rounds, t.Name(), w, a.rates[len(a.rates)-1], m.failed)

@@ -24,6 +24,32 @@ type Profiler interface {
 	ProfileRequests(ctx context.Context, seconds int) ([]*http.Request, error)
 }
 
+// measurementProfiles starts, where c asks for profiles, t answers them
+// and this is the first round, the CPU profiles of the measurement of w
+// on t. measured, set for writes, starts the profiles of what they leave
+// behind once the measurement ends; profiled waits for every profile and
+// says where each went.
+func measurementProfiles(ctx context.Context, c Config, t Target, w Workload, round int) (measured, profiled func()) {
+	p, ok := t.(Profiler)
+	if !ok || c.Profiles == "" || round > 0 {
+		return nil, func() {}
+	}
+	prs := []*profiling{startProfiles(ctx, p, t.Name(), w, "", c.PerRound, c.Profiles)}
+	if w.Kind.writes() {
+		measured = func() {
+			// A server takes one CPU profile at a time, and the
+			// measurement's outlasts a round shorter than its second.
+			prs[0].wg.Wait()
+			prs = append(prs, startProfiles(ctx, p, t.Name(), w, AfterSuffix, 2*c.PerRound, c.Profiles))
+		}
+	}
+	return measured, func() {
+		for _, pr := range prs {
+			pr.wait(c.Progress)
+		}
+	}
+}
+
 // profileRequest is a GET of base's CPU profile, with the headers given.
 func profileRequest(ctx context.Context, base string, seconds int, header http.Header) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(base, "/"), seconds), nil)
