@@ -4,7 +4,8 @@
 // the last write on a log (barriers aside) and a wait for a pending write
 // to land; and for benchmarks, the bare loops they are held against,
 // latency percentiles, the process's CPU time (CPUTime) and the mean time
-// writes spent in each phase (WritePhases, ReportWritePhases). Tests only.
+// writes spent in each phase (WritePhases, ReportWritePhases), and which
+// tables and indexes a commit wrote to the WAL (WALPages). Tests only.
 package enginetest
 
 import (

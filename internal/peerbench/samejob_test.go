@@ -14,11 +14,11 @@ import (
 // runs a request: every statement of a transactional request in one
 // transaction, rolled back whole when one fails.
 type sameJobDB struct {
-	t  *testing.T
+	t  testing.TB
 	db *sql.DB
 }
 
-func openSameJob(t *testing.T) *sameJobDB {
+func openSameJob(t testing.TB) *sameJobDB {
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "samejob.db"), 5)
 	if err != nil {
 		t.Fatal(err)
