@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"testing"
 )
 
 // WALPages reads the WAL of db's main database file and counts its frames
@@ -69,4 +70,27 @@ func WALPages(ctx context.Context, db *sql.DB) (byTree map[string]int, total int
 		byTree[n] += frames
 	}
 	return byTree, total, nil
+}
+
+// CommitPages empties db's WAL (a TRUNCATE checkpoint), runs op with the
+// benchmark's timer running, and counts the pages op's commits wrote
+// (WALPages), the timer stopped around everything but op.
+func CommitPages(b *testing.B, db *sql.DB, op func() error) (byTree map[string]int, total int) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	err := op()
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	byTree, total, err = WALPages(context.Background(), db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return byTree, total
 }

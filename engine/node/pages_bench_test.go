@@ -32,25 +32,17 @@ func BenchmarkCreateWALPages(b *testing.B) {
 	frames := 0
 	var last map[string]int
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		// Five words of title and sixteen of description, as the
-		// bench's corpus gives an item (internal/peerbench: corpusText).
-		w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "PG", Title: words(i, 5),
-			Description: words(i+1, 16), Assignee: fmt.Sprintf("user-%c", 'a'+i%16)})
-		if err != nil || w.Outcome != engine.Applied {
-			b.Fatalf("create: %+v %v", w, err)
-		}
-		b.StopTimer()
-		byTree, total, err := enginetest.WALPages(ctx, db)
-		if err != nil {
-			b.Fatal(err)
-		}
+		byTree, total := enginetest.CommitPages(b, db, func() error {
+			// Five words of title and sixteen of description, as the
+			// bench's corpus gives an item (internal/peerbench: corpusText).
+			w, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "PG", Title: words(i, 5),
+				Description: words(i+1, 16), Assignee: fmt.Sprintf("user-%c", 'a'+i%16)})
+			if err == nil && w.Outcome != engine.Applied {
+				err = fmt.Errorf("create: %+v", w)
+			}
+			return err
+		})
 		frames, last = frames+total, byTree
-		b.StartTimer()
 	}
 	b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/op")
 	// With -v: which tables and indexes the last create wrote.

@@ -1,7 +1,6 @@
 package peerbench
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -21,22 +20,12 @@ func BenchmarkSameJobCreateWALPages(b *testing.B) {
 	frames := 0
 	var last map[string]int
 	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		if _, err := d.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		title, desc := corpusText(i)
-		if _, err := d.txn(createTxn(fmt.Sprintf("op-%d", i), "CR", title, desc, assignee(i), int64(i))); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		byTree, total, err := enginetest.WALPages(context.Background(), d.db)
-		if err != nil {
-			b.Fatal(err)
-		}
+		byTree, total := enginetest.CommitPages(b, d.db, func() error {
+			title, desc := corpusText(i)
+			_, err := d.txn(createTxn(fmt.Sprintf("op-%d", i), "CR", title, desc, assignee(i), int64(i)))
+			return err
+		})
 		frames, last = frames+total, byTree
-		b.StartTimer()
 	}
 	b.ReportMetric(float64(frames)/float64(b.N), "wal-pages/op")
 	// With -v: which tables and indexes the last create wrote.
