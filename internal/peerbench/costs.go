@@ -36,6 +36,9 @@ const (
 	drainInterval = 250 * time.Millisecond
 	drainQuiet    = 0.10
 	drainMax      = 2 * time.Minute
+	// setupDrainMax bounds the wait after a target's set-up, which may
+	// have filed a corpus of 100 000 items to embed.
+	setupDrainMax = 10 * time.Minute
 )
 
 // writes says whether a kind's operations are writes (their phases are
@@ -101,12 +104,17 @@ func (c *costs) perOp(ok int) time.Duration {
 // core over a drainInterval, and says how long that took (drainMax at
 // most).
 func drain(ctx context.Context, meter CPUMeter) (time.Duration, error) {
+	return settle(ctx, meter, drainMax)
+}
+
+// settle is drain with its bound.
+func settle(ctx context.Context, meter CPUMeter, most time.Duration) (time.Duration, error) {
 	start := time.Now()
 	last, err := meter.ServerCPU()
 	if err != nil {
 		return 0, err
 	}
-	for time.Since(start) < drainMax {
+	for time.Since(start) < most {
 		select {
 		case <-ctx.Done():
 			return time.Since(start), ctx.Err()

@@ -190,6 +190,15 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		if err := t.Setup(ctx, c.Plan); err != nil {
 			return nil, fmt.Errorf("%s: set-up: %w", t.Name(), err)
 		}
+		// What the set-up left behind (a Crewlet node embeds the whole
+		// search corpus on its duty) must not run under the first
+		// rounds, this target's or another's on the same machine.
+		if meter, ok := t.(CPUMeter); ok {
+			took, err := settle(ctx, meter, setupDrainMax)
+			if err == nil && c.Progress != nil {
+				fmt.Fprintf(c.Progress, "%s: quiet %s after its set-up\n", t.Name(), took.Round(time.Millisecond))
+			}
+		}
 	}
 	accs := map[string]*acc{}
 	var order []string
