@@ -196,7 +196,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		if meter, ok := t.(CPUMeter); ok {
 			took, err := settle(ctx, meter, setupDrainMax)
 			if err == nil && c.Progress != nil {
-				fmt.Fprintf(c.Progress, "%s: quiet %s after its set-up\n", t.Name(), took.Round(time.Millisecond))
+				fmt.Fprintf(c.Progress, "set-up of %s: quiet after %s\n", t.Name(), took.Round(time.Millisecond))
 			}
 		}
 	}
