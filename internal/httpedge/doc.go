@@ -4,7 +4,8 @@
 // progress, the readiness answer (/readyz) and the operator guard (Guard:
 // the bearer token, and the Host and Origin names the node is reached
 // by). It owns the http.* block of the config (Config): its rules, its
-// defaults, and the Host names the guard admits.
+// defaults, and the Host names the guard admits. WithProfiles puts Go's
+// runtime profiles behind that guard, for crewlet serve --pprof.
 //
 // The edge answers before the routes, and before the operator guard: a
 // body larger than the cap is refused whatever the caller's token, and

@@ -30,8 +30,8 @@ type costs struct {
 // in the next measurement, or on another target's round that shares the
 // machine, it would flatter this one's CPU per operation and burden the
 // other's rate. Quiet is at most drainQuiet of one core over a
-// drainInterval (an idle node uses about 1 %), waited for at most
-// drainMax.
+// drainInterval (a node's heartbeats alone stay under it), waited for at
+// most drainMax.
 const (
 	drainInterval = 250 * time.Millisecond
 	drainQuiet    = 0.10

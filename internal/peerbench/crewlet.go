@@ -328,13 +328,5 @@ func call(ctx context.Context, cl *client.Client, name string, args map[string]a
 // ProfileRequests ask every node for its CPU profile with the operator
 // token (Profiler); a node answers only when started with --pprof.
 func (c *Crewlet) ProfileRequests(ctx context.Context, seconds int) ([]*http.Request, error) {
-	var reqs []*http.Request
-	for _, base := range c.BaseURLs {
-		req, err := profileRequest(ctx, base, seconds, http.Header{"Authorization": {"Bearer " + c.Token}})
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, req)
-	}
-	return reqs, nil
+	return profileRequests(ctx, c.BaseURLs, seconds, http.Header{"Authorization": {"Bearer " + c.Token}})
 }

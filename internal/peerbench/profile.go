@@ -50,16 +50,21 @@ func measurementProfiles(ctx context.Context, c Config, t Target, w Workload, ro
 	}
 }
 
-// profileRequest is a GET of base's CPU profile, with the headers given.
-func profileRequest(ctx context.Context, base string, seconds int, header http.Header) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(base, "/"), seconds), nil)
-	if err != nil {
-		return nil, err
+// profileRequests are GETs of each base URL's CPU profile of the next
+// seconds, with the headers given.
+func profileRequests(ctx context.Context, bases []string, seconds int, header http.Header) ([]*http.Request, error) {
+	var reqs []*http.Request
+	for _, base := range bases {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(base, "/"), seconds), nil)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		reqs = append(reqs, req)
 	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	return req, nil
+	return reqs, nil
 }
 
 // AfterSuffix names the profiles of what a measurement of writes left

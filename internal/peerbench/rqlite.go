@@ -365,13 +365,5 @@ func (r *Rqlite) Close() {
 // ProfileRequests ask every rqlite node for its CPU profile, which its
 // HTTP API serves (Profiler).
 func (r *Rqlite) ProfileRequests(ctx context.Context, seconds int) ([]*http.Request, error) {
-	var reqs []*http.Request
-	for _, base := range r.BaseURLs {
-		req, err := profileRequest(ctx, base, seconds, nil)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, req)
-	}
-	return reqs, nil
+	return profileRequests(ctx, r.BaseURLs, seconds, nil)
 }
