@@ -216,6 +216,11 @@ func (c *Cluster) Start(i int) error {
 	defer cancel()
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			if s := stuck(); s != "" {
+				c.flight.add(i, "goroutines waiting a minute or more when the open ran out of time:\n"+s)
+			}
+		}
 		return err
 	}
 	if c.opts.Opened != nil {

@@ -196,7 +196,12 @@ func recovered(size, victim int, t0 time.Time, obs []Obs) (write, read time.Time
 // linearizable read answers on every node.
 func Rejoin(c *Cluster, v int) error {
 	if err := c.Start(v); err != nil {
-		return fmt.Errorf("restart n%d: %w", v+1, err)
+		// What the survivors' brokers say of the roles then: whether
+		// anyone answers for the restarted node's reader.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, rerr := ReadRoles(ctx, c)
+		return fmt.Errorf("restart n%d: %w (roles read from the survivors: %v, %v)", v+1, err, r, rerr)
 	}
 	return c.Settle(2 * time.Minute)
 }

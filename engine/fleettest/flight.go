@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -102,4 +103,33 @@ func (h *flightHandler) WithAttrs(as []slog.Attr) slog.Handler {
 // are for reading, flat.
 func (h *flightHandler) WithGroup(name string) slog.Handler {
 	return &flightHandler{f: h.f, i: h.i, inner: h.inner.WithGroup(name), attrs: h.attrs}
+}
+
+// stuck is the stacks of this process's goroutines that have waited a
+// minute or more on a lock or a channel send: what a node whose open ran
+// out of time may have been waiting behind, inside its broker or
+// ours. A goroutine parked that long in a select or a receive is an idle
+// loop, and is left out.
+func stuck() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if !strings.Contains(head, "minutes]") {
+			continue
+		}
+		if strings.Contains(head, "[semacquire") || strings.Contains(head, "[sync.Mutex.Lock") ||
+			strings.Contains(head, "[sync.RWMutex") || strings.Contains(head, "[chan send") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
