@@ -56,4 +56,8 @@ const (
 	EvCeilingUnread         = "statelog_ceiling_unread"
 	EvStoreTxRetry          = "store_tx_retry"
 	EvRederived             = "statelog_rederived"
+	// EvTablesRelaid is an open rewriting a domain's tables from an older
+	// build's layout into the current one, rows unchanged (not a name of
+	// the seeds: a build's own schema step).
+	EvTablesRelaid = "statelog_tables_relaid"
 )

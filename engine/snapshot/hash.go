@@ -61,13 +61,25 @@ func TableHashes(ctx context.Context, q querier) (map[string]string, error) {
 	return out, nil
 }
 
-// tableHash hashes a table's rows in its own order (its key; an FTS5
-// table by rowid): each value rendered with its type, so 1, '1' and
-// X'31' differ, the node-local columns left out.
+// hashOrder names the order a table whose layout changed hashes in: the
+// key it had when its hash was first taken, so a copy in either layout
+// (a node of an older build, a snapshot it took) hashes alike.
+// tracker_items was a WITHOUT ROWID table keyed by id and is a rowid
+// table keyed by doc now (engine/tracker/trackapply's itemsColumns).
+var hashOrder = map[string]string{
+	"tracker_items": "id",
+}
+
+// tableHash hashes a table's rows in its own order (its key, or the one
+// hashOrder names; an FTS5 table by rowid): each value rendered with its
+// type, so 1, '1' and X'31' differ, the node-local columns left out.
 func tableHash(ctx context.Context, q querier, table string, virtual bool) (string, error) {
 	cols, order := "*", ""
 	if virtual {
 		cols, order = "rowid, *", " ORDER BY rowid" // an FTS5 row is its id and its text
+	}
+	if key, ok := hashOrder[table]; ok {
+		order = " ORDER BY " + key
 	}
 	rows, err := q.QueryContext(ctx, `SELECT `+cols+` FROM "`+strings.ReplaceAll(table, `"`, `""`)+`"`+order)
 	if err != nil {

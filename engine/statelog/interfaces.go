@@ -128,6 +128,17 @@ type Domain interface {
 	Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at Applying) error
 }
 
+// Relayer is a Domain whose tables' layout changed between builds in a
+// way CREATE TABLE IF NOT EXISTS cannot reach (a table made a rowid
+// table, say): Relay rewrites a file's older layout into the current one
+// inside the open's schema transaction, after Schema ran, and keeps every
+// row and column as it was, so the rows, their hashes and what every
+// record applies to stay the same. It answers what it rewrote, empty
+// where the file was already current.
+type Relayer interface {
+	Relay(ctx context.Context, tx *sql.Tx) ([]string, error)
+}
+
 // RowsAhead is a Domain that can say, from a record it has not applied
 // yet, about how many rows its apply will write (what it will count with
 // Applying.Wrote). The applier ends a transaction before a record that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -409,6 +410,16 @@ func (r *Replica) migrate(ctx context.Context) error {
 	}
 	if err := addRetainedStoredAt(ctx, tx); err != nil {
 		return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
+	}
+	if rl, ok := r.cfg.Domain.(Relayer); ok {
+		t0 := time.Now()
+		tables, err := rl.Relay(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("statelog: relay the tables of %s: %w", r.domain, err)
+		}
+		if len(tables) > 0 {
+			r.log.Info(engine.EvTablesRelaid, engine.LogDomain, string(r.domain), "tables", strings.Join(tables, ","), "took", time.Since(t0).String())
+		}
 	}
 	return tx.Commit()
 }

@@ -21,29 +21,7 @@ CREATE TABLE IF NOT EXISTS tracker_projects (
 	scoped_through INTEGER NOT NULL DEFAULT 0,
 	created_at     INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS tracker_items (
-	id             TEXT PRIMARY KEY,
-	doc            INTEGER NOT NULL UNIQUE,
-	key            TEXT NOT NULL UNIQUE,
-	project        TEXT NOT NULL,
-	number         INTEGER NOT NULL,
-	title          TEXT NOT NULL,
-	description    TEXT NOT NULL,
-	status         TEXT NOT NULL,
-	assignee       TEXT NOT NULL,
-	parent         TEXT NOT NULL DEFAULT '',
-	reopens        INTEGER NOT NULL DEFAULT 0,
-	handoffs       INTEGER NOT NULL DEFAULT 0,
-	trashed        INTEGER NOT NULL DEFAULT 0,
-	trash_root     TEXT NOT NULL DEFAULT '',
-	mark           TEXT NOT NULL DEFAULT '',
-	merged_into    TEXT NOT NULL DEFAULT '',
-	version        INTEGER NOT NULL,
-	scoped_through INTEGER NOT NULL DEFAULT 0,
-	created_at     INTEGER NOT NULL,
-	updated_at     INTEGER NOT NULL,
-	UNIQUE (project, number)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_items (` + itemsColumns + `);
 CREATE INDEX IF NOT EXISTS tracker_items_parent ON tracker_items(parent) WHERE parent != '';
 CREATE INDEX IF NOT EXISTS tracker_items_status ON tracker_items(project, status);
 -- The trashed items alone, by project and status: with tracker_items_status
@@ -99,4 +77,36 @@ CREATE TABLE IF NOT EXISTS tracker_purged (
 	seq INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS tracker_search USING fts5(title, description, comments, tokenize = 'unicode61 remove_diacritics 2');
+`
+
+// itemsColumns are tracker_items' columns and constraints. It is a rowid
+// table, doc its rowid: an item row carries its title and description,
+// and a WITHOUT ROWID table (as it was up to this build) holds whole rows
+// in the interior pages of its key's B-tree too, so every lookup by id
+// read and compared through rows of a few hundred bytes. The columns keep
+// their order and every value, so a file of either layout holds the same
+// rows (Relay rewrites the older one) and hashes alike (snapshot's
+// hashOrder keeps the table's hash in id order).
+const itemsColumns = `
+	id             TEXT NOT NULL UNIQUE,
+	doc            INTEGER PRIMARY KEY NOT NULL,
+	key            TEXT NOT NULL UNIQUE,
+	project        TEXT NOT NULL,
+	number         INTEGER NOT NULL,
+	title          TEXT NOT NULL,
+	description    TEXT NOT NULL,
+	status         TEXT NOT NULL,
+	assignee       TEXT NOT NULL,
+	parent         TEXT NOT NULL DEFAULT '',
+	reopens        INTEGER NOT NULL DEFAULT 0,
+	handoffs       INTEGER NOT NULL DEFAULT 0,
+	trashed        INTEGER NOT NULL DEFAULT 0,
+	trash_root     TEXT NOT NULL DEFAULT '',
+	mark           TEXT NOT NULL DEFAULT '',
+	merged_into    TEXT NOT NULL DEFAULT '',
+	version        INTEGER NOT NULL,
+	scoped_through INTEGER NOT NULL DEFAULT 0,
+	created_at     INTEGER NOT NULL,
+	updated_at     INTEGER NOT NULL,
+	UNIQUE (project, number)
 `
