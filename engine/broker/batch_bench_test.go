@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/crewlet/crewlet/engine/broker"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/internal/loopback"
 )
 
 // BenchmarkAppendShapes measures the bare append rates a write path could
@@ -102,7 +102,10 @@ func startBrokers(tb testing.TB, r int) *broker.Embedded {
 	routes := make([]string, r)
 	listens := make([]string, r)
 	for i := range listens {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// Outside the ephemeral range: a port taken on port 0 and closed
+		// can go to another process's outgoing connection before the
+		// broker binds it (internal/loopback).
+		ln, err := loopback.Listen()
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/node"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/internal/loopback"
 )
 
 // buildNATSServer builds the nats-server binary from the module the
@@ -40,7 +41,8 @@ func TestExternalNATS(t *testing.T) {
 	}
 	bin := buildNATSServer(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Outside the ephemeral range, as every broker port of the suite.
+	ln, err := loopback.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
