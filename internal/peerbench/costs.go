@@ -29,12 +29,17 @@ type costs struct {
 // runs every second, so a burst of creates leaves work behind it; counted
 // in the next measurement, or on another target's round that shares the
 // machine, it would flatter this one's CPU per operation and burden the
-// other's rate. Quiet is at most drainQuiet of one core over a
-// drainInterval (a node's heartbeats alone stay under it), waited for at
-// most drainMax.
+// other's rate. Quiet is at most drainQuiet of one core over each
+// drainInterval (a node's heartbeats alone stay under it) for
+// drainQuietFor on end, waited for at most drainMax.
 const (
 	drainInterval = 250 * time.Millisecond
 	drainQuiet    = 0.10
+	// drainQuietFor is longer than the embedding duty's tick
+	// (vectors.DutyInterval, 1 s): work a duty starts on its next tick,
+	// after a quiet moment, is still the measurement's. One quiet
+	// interval was not enough for a duty that waits for a burst to end.
+	drainQuietFor = 5 * drainInterval
 	drainMax      = 2 * time.Minute
 	// setupDrainMax bounds the wait after a target's set-up, which may
 	// have filed a corpus of 100 000 items to embed.
@@ -101,8 +106,8 @@ func (c *costs) perOp(ok int) time.Duration {
 }
 
 // drain waits until the processes of meter spend at most drainQuiet of a
-// core over a drainInterval, and says how long that took (drainMax at
-// most).
+// core over every drainInterval of drainQuietFor, and says how long they
+// stayed busy before that (drainMax at most).
 func drain(ctx context.Context, meter CPUMeter) (time.Duration, error) {
 	return settle(ctx, meter, drainMax)
 }
@@ -114,7 +119,10 @@ func settle(ctx context.Context, meter CPUMeter, most time.Duration) (time.Durat
 	if err != nil {
 		return 0, err
 	}
+	// quietSince is when the current run of quiet intervals began.
+	quietSince := time.Time{}
 	for time.Since(start) < most {
+		began := time.Now()
 		select {
 		case <-ctx.Done():
 			return time.Since(start), ctx.Err()
@@ -124,8 +132,14 @@ func settle(ctx context.Context, meter CPUMeter, most time.Duration) (time.Durat
 		if err != nil {
 			return time.Since(start), err
 		}
-		if float64(now-last) <= drainQuiet*float64(drainInterval) {
-			return time.Since(start), nil
+		switch {
+		case float64(now-last) > drainQuiet*float64(time.Since(began)):
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = began
+		}
+		if !quietSince.IsZero() && time.Since(quietSince) >= drainQuietFor {
+			return quietSince.Sub(start), nil
 		}
 		last = now
 	}
