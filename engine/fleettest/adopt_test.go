@@ -250,10 +250,13 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.corrupt.Store(false)
 
 	// No donor answers in time: n3 opens held, its reads and writes
-	// refuse below_floor, and both clear on their own once it adopts.
+	// refuse below_floor, and both clear on their own once it adopts; the
+	// rows it adopts are relaid into this build's layout, and still
+	// converge with the donors' in the older one.
 	r.refuse.Store(true)
 	r.reboot(t, func() { r.write(t, 3); r.trim(t) })
 	refusesBelowFloor(t, r.c.Node(2))
+	r.olderDonors(t)
 	r.refuse.Store(false)
 	enginetest.CheckFor(t, time.Minute, 100*time.Millisecond, func() error {
 		_, err := r.c.Node(2).Tracker().GetWorkItem(context.Background(), engine.ReadOptions{Level: engine.Linearizable}, "ENG-1")
@@ -261,9 +264,25 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	})
 	r.adopted(t, 3)
 	rebuiltBehind(t, r.recs[2])
+	logged(t, r.recs[2], engine.EvTablesRelaid, "of the adopted rows", func(a map[string]any) bool {
+		return a[engine.LogDomain] == string(engine.DomainTracker) && a["tables"] == "tracker_items"
+	})
 	r.write(t, 1)
 	r.converged(t)
 	r.nothingLostNothingTwice(t)
+}
+
+// olderDonors puts n1's and n2's tracker_items in an older build's
+// layout, as on nodes of that build: a snapshot either takes carries it,
+// and the replica of a node that restores one into its open database
+// relays it as it resumes.
+func (r *adoptRig) olderDonors(t *testing.T) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		if err := enginetest.OlderItemsLayout(context.Background(), r.c.Node(i).DB(), trackapply.Domain{}.Schema()); err != nil {
+			t.Fatalf("n%d: %v", i+1, err)
+		}
+	}
 }
 
 // refusesBelowFloor: a read and a write on n refuse below_floor.

@@ -19,6 +19,11 @@ func (r *Replica) Resume(ctx context.Context) error {
 	}
 	// The notes describe the rows that were replaced.
 	r.landed.forget()
+	// The new rows may be an older build's file: they take this build's
+	// schema as at any open (a table it adds, a layout it relays).
+	if err := r.migrate(ctx); err != nil {
+		return err
+	}
 	cp, err := r.load(ctx)
 	if err != nil {
 		return err

@@ -1,12 +1,14 @@
 package tracker_test
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 )
@@ -48,12 +50,11 @@ func layoutItems(b *testing.B, older, scattered bool, n, descLen int) (*sql.DB, 
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	stmts := []string{trackapply.Domain{}.Schema()}
-	if older {
-		stmts = append(stmts, olderItemsLayout, `DROP TABLE tracker_items`, `ALTER TABLE tracker_items_older RENAME TO tracker_items`, trackapply.Domain{}.Schema())
+	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
+		b.Fatal(err)
 	}
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
+	if older {
+		if err := enginetest.OlderItemsLayout(context.Background(), db, trackapply.Domain{}.Schema()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,34 +15,9 @@ import (
 	"github.com/crewlet/crewlet/engine/snapshot"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 	"github.com/crewlet/crewlet/ledger"
 )
-
-// olderItemsLayout is tracker_items as builds before the rowid layout
-// made it: a WITHOUT ROWID table keyed by id, doc a unique column.
-const olderItemsLayout = `CREATE TABLE tracker_items_older (
-	id             TEXT PRIMARY KEY,
-	doc            INTEGER NOT NULL UNIQUE,
-	key            TEXT NOT NULL UNIQUE,
-	project        TEXT NOT NULL,
-	number         INTEGER NOT NULL,
-	title          TEXT NOT NULL,
-	description    TEXT NOT NULL,
-	status         TEXT NOT NULL,
-	assignee       TEXT NOT NULL,
-	parent         TEXT NOT NULL DEFAULT '',
-	reopens        INTEGER NOT NULL DEFAULT 0,
-	handoffs       INTEGER NOT NULL DEFAULT 0,
-	trashed        INTEGER NOT NULL DEFAULT 0,
-	trash_root     TEXT NOT NULL DEFAULT '',
-	mark           TEXT NOT NULL DEFAULT '',
-	merged_into    TEXT NOT NULL DEFAULT '',
-	version        INTEGER NOT NULL,
-	scoped_through INTEGER NOT NULL DEFAULT 0,
-	created_at     INTEGER NOT NULL,
-	updated_at     INTEGER NOT NULL,
-	UNIQUE (project, number)
-) WITHOUT ROWID`
 
 // TestOlderItemsLayoutIsRelaid: a file whose tracker_items is the WITHOUT
 // ROWID table of earlier builds hashes as the same file in the rowid
@@ -138,11 +113,8 @@ func putBackOlderLayout(t *testing.T, dir string, want map[string]string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{olderItemsLayout, `INSERT INTO tracker_items_older SELECT * FROM tracker_items`, `DROP TABLE tracker_items`,
-		`ALTER TABLE tracker_items_older RENAME TO tracker_items`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
+	if err := enginetest.OlderItemsLayout(context.Background(), db, trackapply.Domain{}.Schema()); err != nil {
+		t.Fatal(err)
 	}
 	if !strings.Contains(itemsDDL(t, db.QueryRow), "WITHOUT ROWID") {
 		t.Fatal("the file was not put back in the older layout")
