@@ -418,7 +418,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 			return fmt.Errorf("statelog: relay the tables of %s: %w", r.domain, err)
 		}
 		if len(tables) > 0 {
-			r.log.Info(engine.EvTablesRelaid, engine.LogDomain, string(r.domain), "tables", strings.Join(tables, ","), "took", time.Since(t0).String())
+			r.log.Info(engine.EvTablesRelaid, "tables", strings.Join(tables, ","), "took", time.Since(t0).String())
 		}
 	}
 	return tx.Commit()
