@@ -5,7 +5,9 @@
 // to land; and for benchmarks, the bare loops they are held against,
 // latency percentiles, the process's CPU time (CPUTime) and the mean time
 // writes spent in each phase (WritePhases, ReportWritePhases), and which
-// tables and indexes a commit wrote to the WAL (WALPages). Tests only.
+// tables and indexes a commit wrote to the WAL (WALPages); and a file's
+// tracker_items put back in an older build's layout (OlderItemsLayout).
+// Tests only.
 package enginetest
 
 import (

@@ -24,10 +24,15 @@ func (Domain) Relay(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	if !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
 		return nil, nil
 	}
+	// The older table's columns, copied by name: a column a later build
+	// adds to itemsColumns (with its default) is then no reason to fail.
+	var cols string
+	if err := tx.QueryRowContext(ctx, `SELECT group_concat('"' || name || '"', ', ') FROM (SELECT name FROM pragma_table_info('tracker_items') ORDER BY cid)`).Scan(&cols); err != nil {
+		return nil, err
+	}
 	for _, q := range []string{
 		`CREATE TABLE tracker_items_relaid (` + itemsColumns + `)`,
-		// The same columns in the same order: SELECT * copies each as it is.
-		`INSERT INTO tracker_items_relaid SELECT * FROM tracker_items`,
+		`INSERT INTO tracker_items_relaid (` + cols + `) SELECT ` + cols + ` FROM tracker_items`,
 		`DROP TABLE tracker_items`,
 		`ALTER TABLE tracker_items_relaid RENAME TO tracker_items`,
 		schema,
