@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crewlet/crewlet/engine/embed"
 	"github.com/crewlet/crewlet/internal/peerbench"
 	"github.com/crewlet/crewlet/internal/token"
 )
@@ -41,6 +42,7 @@ type benchOptions struct {
 	floor              bool
 	asJSON             bool
 	profiles           string
+	embedder           string
 }
 
 func (c *BenchCommand) parse(args []string) (benchOptions, error) {
@@ -61,6 +63,7 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	fs.BoolVar(&o.floor, "floor", true, "run the bare floor (embedded brokers and a SQLite checkpoint in the bench's own process) beside the targets")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.StringVar(&o.profiles, "profile", "", "`dir`ectory to write a CPU profile of every server for the first round of each workload (<target>-<workload>-c<N>-<server>.pprof; read with go tool pprof -top); the nodes the bench starts serve them (crewlet serve --pprof), a --node must have been started with --pprof")
+	fs.StringVar(&o.embedder, "embedder", embed.ProviderNone, "embedder.provider of the Crewlet nodes the bench starts: none (the same job as rqlite's, which embeds nothing) or builtin (the default of crewlet serve: every create and edit is also embedded, on the embedding duty)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet bench [flags]\n\nRun single and concurrent writes, linearizable and stale reads against Crewlet and,\nwhen given one (--rqlite or --rqlited), rqlite over its HTTP API, interleaved.\nrqlite is never downloaded: build it from its source and pass its address or binary.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -79,6 +82,14 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	}
 	if o.replicas < 1 || o.replicas > 5 {
 		return o, usageErrorf("--replicas must be 1 to 5 (a JetStream stream has at most five replicas)")
+	}
+	if o.embedder != embed.ProviderNone && o.embedder != embed.ProviderBuiltin {
+		return o, usageErrorf("--embedder must be none or builtin")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["embedder"] && len(o.nodes) > 0 {
+		return o, usageErrorf("--embedder configures the nodes the bench starts itself, and with --node it starts none: leave --embedder out")
 	}
 	if o.replicas > 1 && len(o.nodes) > 0 && o.rqlited == "" {
 		return o, usageErrorf("--replicas sizes the targets the bench starts itself, and with --node and no --rqlited it starts none: leave --replicas out")
@@ -99,13 +110,13 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	defer os.RemoveAll(scratch)
 	cw := &peerbench.Crewlet{BaseURLs: o.nodes}
 	if len(o.nodes) == 0 {
-		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas, o.profiles != "")
+		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas, o.profiles != "", o.embedder)
 		if err != nil {
 			return err
 		}
 		defer g.stop()
 		cw.BaseURLs, cw.Token, cw.PIDs = urls, tok, g.pids()
-		fmt.Fprintf(c.Stderr, "crewlet: %s on loopback, logs at %d replica(s): %s\n", nodesWord(o.replicas), o.replicas, strings.Join(urls, " "))
+		fmt.Fprintf(c.Stderr, "crewlet: %s on loopback, logs at %d replica(s), embedder.provider %s: %s\n", nodesWord(o.replicas), o.replicas, o.embedder, strings.Join(urls, " "))
 	} else {
 		tok, found, err := token.Find(o.tokenFile, token.EnvOperator, o.dataDir)
 		if err != nil {

@@ -33,9 +33,18 @@ func TestBenchWorkloads(t *testing.T) {
 		t.Errorf("an unknown kind: %v", err)
 	}
 	c := &BenchCommand{Main: &Main{Stderr: os.Stderr}}
-	for _, args := range [][]string{{"--corpus", "0"}, {"--bulk-items", "20001"}, {"--workloads", "nope"}} {
+	for _, args := range [][]string{{"--corpus", "0"}, {"--bulk-items", "20001"}, {"--workloads", "nope"},
+		{"--embedder", "openai"}, {"--embedder", "builtin", "--node", "http://127.0.0.1:7420"}} {
 		if _, err := c.parse(args); err == nil {
 			t.Errorf("bench %v was accepted", args)
 		}
+	}
+	// The nodes the bench starts embed nothing unless told: rqlite's job
+	// embeds nothing either.
+	if o, err := c.parse(nil); err != nil || o.embedder != "none" {
+		t.Errorf("default --embedder %q, %v; want none", o.embedder, err)
+	}
+	if o, err := c.parse([]string{"--embedder", "builtin"}); err != nil || o.embedder != "builtin" {
+		t.Errorf("--embedder builtin: %q, %v", o.embedder, err)
 	}
 }

@@ -27,8 +27,9 @@ import (
 // with its data under dir; more than one form a fleet whose embedded
 // brokers are clustered and whose logs have n replicas. It waits for
 // every /readyz and returns the processes, the nodes' base URLs and their
-// operator token. With pprof, the nodes serve their runtime profiles.
-func startBenchFleet(ctx context.Context, dir string, n int, pprof bool) (g childGroup, urls []string, tok string, err error) {
+// operator token. With pprof, the nodes serve their runtime profiles;
+// embedder is their embedder.provider.
+func startBenchFleet(ctx context.Context, dir string, n int, pprof bool, embedder string) (g childGroup, urls []string, tok string, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, "", err
@@ -58,14 +59,12 @@ func startBenchFleet(ctx context.Context, dir string, n int, pprof bool) (g chil
 		if pprof {
 			args = append(args, "--pprof")
 		}
-		if n > 1 {
-			cfg := filepath.Join(nodeDir, "crewlet.yaml")
-			if err := writeFleetConfig(cfg, name, tok, n, listens[i], routes); err != nil {
-				g.stop()
-				return nil, nil, "", err
-			}
-			args = append(args, "--config", cfg)
+		cfg := filepath.Join(nodeDir, "crewlet.yaml")
+		if err := writeBenchConfig(cfg, name, tok, n, listens[i], routes, embedder); err != nil {
+			g.stop()
+			return nil, nil, "", err
 		}
+		args = append(args, "--config", cfg)
 		if err := g.start(nodeDir, url+"/readyz", exe, args...); err != nil {
 			g.stop()
 			return nil, nil, "", err
@@ -86,13 +85,16 @@ func startBenchFleet(ctx context.Context, dir string, n int, pprof bool) (g chil
 	return g, urls, tok, nil
 }
 
-// writeFleetConfig writes one fleet member's configuration: its name, the
-// fleet's operator token, its logs' replicas and its broker's cluster.
-func writeFleetConfig(path, name, tok string, replicas, listen int, routes []string) error {
+// writeBenchConfig writes one node's configuration: its embedder and, in
+// a fleet (replicas above one), its name, the fleet's operator token, its
+// logs' replicas and its broker's cluster.
+func writeBenchConfig(path, name, tok string, replicas, listen int, routes []string, embedder string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	yaml := fmt.Sprintf(`node:
+	yaml := fmt.Sprintf("embedder:\n  provider: %s\n", embedder)
+	if replicas > 1 {
+		yaml += fmt.Sprintf(`node:
   name: %s
 operator:
   token: %q
@@ -103,6 +105,7 @@ stream:
     listen: 127.0.0.1:%d
     routes: [%s]
 `, name, tok, replicas, listen, strings.Join(routes, ", "))
+	}
 	return os.WriteFile(path, []byte(yaml), 0o600)
 }
 

@@ -45,7 +45,8 @@ type Config struct {
 // EmbedderSection is embedder.* (engine/embed.Config holds its rules).
 type EmbedderSection struct {
 	// Provider is embedder.provider: builtin (default: in-process, no
-	// network) or openai (an OpenAI-compatible /v1/embeddings server).
+	// network), openai (an OpenAI-compatible /v1/embeddings server) or
+	// none (this node embeds nothing; its searches rank by words).
 	Provider string `yaml:"provider"`
 	// URL is embedder.url: the server's base URL.
 	URL string `yaml:"url"`

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"time"
@@ -12,7 +13,14 @@ import (
 const (
 	ProviderBuiltin = "builtin"
 	ProviderOpenAI  = "openai"
+	// ProviderNone embeds nothing: the node ranks searches by their words
+	// alone, says so in every answer, and never takes the embedding duty.
+	ProviderNone = "none"
 )
+
+// ErrNone is the vector side's answer on a node whose embedder.provider
+// is none: the searches say it in their note and rank by words.
+var ErrNone = errors.New("this node embeds nothing: its embedder.provider is none")
 
 // Defaults of the HTTP provider.
 const (
@@ -29,7 +37,8 @@ const (
 // Config is embedder.*: which provider embeds, and where.
 type Config struct {
 	// Provider is embedder.provider: builtin (default, in-process, no
-	// network) or openai (an OpenAI-compatible /v1/embeddings server).
+	// network), openai (an OpenAI-compatible /v1/embeddings server) or
+	// none (no vectors: searches rank by words alone).
 	Provider string
 	// URL is embedder.url: the server's base URL (http or https), e.g.
 	// http://127.0.0.1:11434 or https://api.openai.com/v1.
@@ -59,10 +68,10 @@ func (c Config) Validate() error {
 		return &engine.ConfigError{Field: "embedder." + field, Value: value, Reason: reason}
 	}
 	switch c.Provider {
-	case "", ProviderBuiltin:
+	case "", ProviderBuiltin, ProviderNone:
 		for field, set := range map[string]bool{"url": c.URL != "", "model": c.Model != "", "dimensions": c.Dimensions != 0, "api_key_env": c.APIKeyEnv != "", "min_similarity": c.MinSimilarity != 0} {
 			if set {
-				return bad(field, "", "is only for embedder.provider: openai; the builtin model takes no settings")
+				return bad(field, "", "is only for embedder.provider: openai; builtin and none take no settings")
 			}
 		}
 	case ProviderOpenAI:
@@ -78,7 +87,7 @@ func (c Config) Validate() error {
 			return bad("dimensions", strconv.Itoa(c.Dimensions), "is required with embedder.provider: openai: the length of the model's vectors, 1 to 8192")
 		}
 	default:
-		return bad("provider", c.Provider, "is not builtin or openai")
+		return bad("provider", c.Provider, "is not builtin, openai or none")
 	}
 	if c.MinSimilarity < 0 || c.MinSimilarity >= 1 {
 		return bad("min_similarity", strconv.FormatFloat(c.MinSimilarity, 'g', -1, 64), "is out of range: 0 to below 1")
@@ -92,13 +101,17 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// New builds the embedder a validated config names.
+// New builds the embedder a validated config names: nil for provider
+// none, whose node embeds nothing.
 func New(c Config) (Embedder, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.Provider == ProviderOpenAI {
+	switch c.Provider {
+	case ProviderOpenAI:
 		return NewOpenAI(c), nil
+	case ProviderNone:
+		return nil, nil
 	}
 	return NewBuiltin(), nil
 }

@@ -170,7 +170,7 @@ func TestOpenAIProviderFailures(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	ok := []embed.Config{{}, {Provider: "builtin"}, {Provider: "openai", URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", Dimensions: 1536, APIKeyEnv: "OPENAI_API_KEY"}}
+	ok := []embed.Config{{}, {Provider: "builtin"}, {Provider: "none"}, {Provider: "openai", URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", Dimensions: 1536, APIKeyEnv: "OPENAI_API_KEY"}}
 	for _, c := range ok {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)
@@ -192,5 +192,11 @@ func TestConfigValidate(t *testing.T) {
 	var ce *engine.ConfigError
 	if err := (embed.Config{URL: "http://x"}).Validate(); !errors.As(err, &ce) || ce.Field != "embedder.url" {
 		t.Errorf("builtin with a url: %v", err)
+	}
+	if err := (embed.Config{Provider: embed.ProviderNone, Model: "m"}).Validate(); !errors.As(err, &ce) || ce.Field != "embedder.model" {
+		t.Errorf("none with a model: %v", err)
+	}
+	if e, err := embed.New(embed.Config{Provider: embed.ProviderNone}); e != nil || err != nil {
+		t.Errorf("New with provider none: %v, %v; want no embedder", e, err)
 	}
 }

@@ -5,10 +5,13 @@ package fleettest_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
+	"github.com/crewlet/crewlet/engine/embed"
 	"github.com/crewlet/crewlet/engine/enginetest"
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/node"
@@ -97,5 +100,62 @@ func TestPurgeForgetsVectorsOnEveryNode(t *testing.T) {
 			t.Fatalf("%s: the stream keeps %v (%v), want its forget alone", s, rec, err)
 		}
 		t.Logf("%s forgotten at %d by %s", s, last.Seq, rec.Writer)
+	}
+}
+
+// TestNodesThatEmbedNothing: in a fleet where two data nodes are set
+// embedder.provider none and one builtin, the one that can embed holds
+// the embedding duty (the others never campaign for it) and embeds the
+// items written on a node that embeds nothing; every node applies the
+// vectors; the nodes that embed nothing answer their searches ranked by
+// words and say why, while the one that embeds ranks hybrid.
+func TestNodesThatEmbedNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const embeds = 2
+	c := fleettest.StartCluster(t, fleettest.Options{Configure: func(i int, cfg *node.Config) {
+		cfg.Domains = append(node.Builtin(), vectors.Spec)
+		if i != embeds {
+			cfg.Embedder = embed.Config{Provider: embed.ProviderNone}
+		}
+	}})
+	for i := 0; i < c.Size(); i++ {
+		if names := c.Node(i).Duties().Names(); slices.Contains(names, vectors.DutyName) != (i == embeds) {
+			t.Fatalf("node %d campaigns for %v", i, names)
+		}
+	}
+	trk := c.Node(0).Tracker()
+	if _, err := trk.CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := trk.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "Checkout times out at the payment step"})
+	enginetest.Landed(t, c.Node(0), engine.DomainTracker, w.WriteResult, err)
+	read, err := trk.GetWorkItem(ctx, engine.ReadOptions{Level: engine.Linearizable}, "ENG-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enginetest.CheckFor(t, 90*time.Second, 50*time.Millisecond, func() error {
+		if h := holderOf(c, vectors.DutyName); h != embeds {
+			return fmt.Errorf("the embedding duty is held by node %d", h)
+		}
+		for i := 0; i < c.Size(); i++ {
+			if n, _ := vectorRows(c, i, read.Item.ID); n != 1 {
+				return fmt.Errorf("node %d holds no vector of the item", i)
+			}
+		}
+		return nil
+	})
+	for i := 0; i < c.Size(); i++ {
+		res, err := c.Node(i).Tracker().SearchWorkItems(ctx, engine.ReadOptions{}, "checkout payment", "", 5)
+		if err != nil || len(res.Hits) != 1 {
+			t.Fatalf("search on node %d: %+v %v", i, res, err)
+		}
+		none := strings.Contains(res.Note, "embedder.provider is none")
+		if i == embeds && (res.Ranking != tracker.RankingHybrid || none || res.Coverage.Embedded != 1) {
+			t.Fatalf("search on the node that embeds: %+v", res)
+		}
+		if i != embeds && (res.Ranking != tracker.RankingBM25 || !none || res.Coverage.Embedded != 0) {
+			t.Fatalf("search on node %d, which embeds nothing: %+v", i, res)
+		}
 	}
 }

@@ -63,8 +63,13 @@ type Pass struct {
 }
 
 // Duties are the duty this service holds work for (duty.Provider): the
-// embedding duty, whose work runs while this node holds its lease.
+// embedding duty, whose work runs while this node holds its lease; none
+// on a node that embeds nothing (embedder.provider none), which must not
+// hold the fleet's one duty.
 func (s *Service) Duties() []duty.Job {
+	if e, _, _, _ := s.parts(); e == nil {
+		return nil
+	}
 	return []duty.Job{{Name: DutyName, Run: func(ctx context.Context, _ *slog.Logger) error { return s.Work(ctx) }}}
 }
 
@@ -115,6 +120,9 @@ func TextHash(model, text string) string {
 func (s *Service) Reconcile(ctx context.Context) (Pass, error) {
 	emb, idx, corpora, _ := s.parts()
 	var p Pass
+	if emb == nil {
+		return p, embed.ErrNone
+	}
 	if err := s.catchUp(ctx, idx); err != nil {
 		return p, err
 	}

@@ -85,11 +85,19 @@ func NewService(r statelog.DomainReplica, clock engine.Clock) *Service {
 
 // UseEmbedder makes e the model this node embeds with (its queries, and
 // the duty's sources): the index then holds e's vectors only, and the
-// duty embeds again every source whose vector is another model's.
+// duty embeds again every source whose vector is another model's. A nil
+// e (embedder.provider none) turns the node's vector side off: it keeps
+// no index, answers every query embed.ErrNone (the searches rank by
+// words and say why) and offers no duty, so a fleet's embedding is done
+// by a node that can embed. The domain's rows still apply from the log.
 func (s *Service) UseEmbedder(e embed.Embedder) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.Model() == s.emb.Model() {
+	if e == nil {
+		s.emb, s.idx, s.queries = nil, nil, map[string][]float32{}
+		return
+	}
+	if s.emb != nil && e.Model() == s.emb.Model() {
 		s.emb = e
 		return
 	}
@@ -116,15 +124,21 @@ func (s *Service) parts() (embed.Embedder, *index, []semantic.Corpus, *slog.Logg
 	return s.emb, s.idx, append([]semantic.Corpus(nil), s.corpora...), s.log
 }
 
-// Model is the model this node embeds with.
+// Model is the model this node embeds with ("" where it embeds nothing).
 func (s *Service) Model() string {
 	e, _, _, _ := s.parts()
+	if e == nil {
+		return ""
+	}
 	return e.Model()
 }
 
 // Embedded is how many sources of kind have a vector of Model here.
 func (s *Service) Embedded(kind semantic.Kind) int {
 	_, idx, _, _ := s.parts()
+	if idx == nil {
+		return 0
+	}
 	return idx.count(kind)
 }
 
@@ -146,6 +160,9 @@ const maxQueryCache = 256
 // it, most similar first, none under the model's floor (unrelated).
 func (s *Service) Nearest(ctx context.Context, text string, kinds []semantic.Kind, k int) ([]semantic.Hit, error) {
 	emb, idx, _, _ := s.parts()
+	if emb == nil {
+		return nil, embed.ErrNone
+	}
 	_ = s.catchUp(ctx, idx)
 	q, err := s.queryVector(ctx, emb, text)
 	if err != nil {
