@@ -168,5 +168,10 @@ func checkOpenProject(ctx context.Context, q rowQuerier, key string) error {
 	if err != nil {
 		return err
 	}
+	return archivedProject(key)
+}
+
+// archivedProject is the refusal of a new item in an archived project.
+func archivedProject(key string) error {
 	return invalid("project %s is archived and takes no new items; file it in another project, or update_project %s with archived false first.", key, key)
 }
