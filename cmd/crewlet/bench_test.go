@@ -129,7 +129,7 @@ func TestBenchCommandFleet(t *testing.T) {
 			said = l
 		}
 	}
-	if !strings.HasPrefix(said, "crewlet: 3 nodes on loopback, logs at 3 replica(s): ") || strings.Count(said, "http://127.0.0.1:") != 3 {
+	if !strings.HasPrefix(said, "crewlet: 3 nodes on loopback, logs at 3 replica(s), embedder.provider none: ") || strings.Count(said, "http://127.0.0.1:") != 3 {
 		t.Errorf("the bench said %q, want three nodes named", said)
 	}
 	var figs []peerbench.Figure
