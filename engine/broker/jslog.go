@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -54,6 +55,9 @@ type Log struct {
 	// operator may scale a running stream, and the election bound and the
 	// reader's placement follow it (replicaCount).
 	replicas atomic.Int64
+	// local is the standalone embedded broker the stream's state is read
+	// from in process (SetLocalServer, localinfo.go); nil asks the API.
+	local *server.Server
 }
 
 // SetSettleWait sets how long opening the reader retries a broker that

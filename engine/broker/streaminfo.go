@@ -39,6 +39,10 @@ type streamState struct {
 // (jetstream.ErrStreamNotFound, an *jetstream.APIError, the request's
 // own), for classify.
 func (l *Log) streamInfoRequest(ctx context.Context) (streamState, error) {
+	if st, ok := l.localState(); ok {
+		l.replicas.Store(int64(st.Config.Replicas))
+		return st, nil
+	}
 	var st streamState
 	msg, err := l.js.Conn().RequestWithContext(ctx, l.apiSubject("STREAM.INFO."+l.name), nil)
 	if err != nil {

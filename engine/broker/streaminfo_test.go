@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/crewlet/crewlet/engine/broker"
@@ -15,60 +16,111 @@ import (
 )
 
 // TestInfoAgreesWithTheFullAnswer: Log.Info and Log.LastSeq decode only
-// the fields they read of the broker's stream info answer; what they
-// read equals what the client library's whole decode says, on a real
-// embedded broker, and a deleted stream answers the same not-found error.
+// the fields they read of the broker's stream info answer, or read them
+// from the standalone server in process (local, SetLocalServer); what
+// they read equals what the client library's whole decode says, on a
+// real embedded broker; a deleted stream answers the same not-found
+// error, and one deleted and created again its new creation instant.
 func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
-	b, stream, l := leanRig(t)
-	ctx := context.Background()
-	for i := 0; i < 7; i++ {
-		if _, err := b.JS.Publish(ctx, "crewlet.lean.x", []byte("r")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := l.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.FirstSeq != full.State.FirstSeq || got.LastSeq != full.State.LastSeq || got.Bytes != full.State.Bytes ||
-		got.MaxBytes != full.Config.MaxBytes || !got.Created.Equal(full.Created) || got.Leaderless {
-		t.Fatalf("Info = %+v, the full answer: state %+v, max_bytes %d, created %v", got, full.State, full.Config.MaxBytes, full.Created)
-	}
-	if got.LastSeq != 7 || got.Bytes == 0 || got.Created.IsZero() {
-		t.Fatalf("Info = %+v after 7 appends", got)
-	}
-	end, ok, err := l.LastSeq(ctx)
-	if err != nil || !ok || end != 7 {
-		t.Fatalf("LastSeq = %d, %v, %v; want 7 known at one replica", end, ok, err)
-	}
+	for _, local := range []bool{false, true} {
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+			b, stream, l := leanRig(t)
+			if local {
+				l.SetLocalServer(b.Server)
+			}
+			ctx := context.Background()
+			for i := 0; i < 7; i++ {
+				if _, err := b.JS.Publish(ctx, "crewlet.lean.x", []byte("r")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := l.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := stream.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.FirstSeq != full.State.FirstSeq || got.LastSeq != full.State.LastSeq || got.Bytes != full.State.Bytes ||
+				got.MaxBytes != full.Config.MaxBytes || !got.Created.Equal(full.Created) || got.Leaderless {
+				t.Fatalf("Info = %+v, the full answer: state %+v, max_bytes %d, created %v", got, full.State, full.Config.MaxBytes, full.Created)
+			}
+			if got.LastSeq != 7 || got.Bytes == 0 || got.Created.IsZero() {
+				t.Fatalf("Info = %+v after 7 appends", got)
+			}
+			end, ok, err := l.LastSeq(ctx)
+			if err != nil || !ok || end != 7 {
+				t.Fatalf("LastSeq = %d, %v, %v; want 7 known at one replica", end, ok, err)
+			}
 
-	if err := b.JS.DeleteStream(ctx, "LEAN"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Info(ctx); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Fatalf("Info of a deleted stream = %v, want jetstream.ErrStreamNotFound", err)
-	}
-	if _, ok, _ := l.LastSeq(ctx); ok {
-		t.Fatal("LastSeq of a deleted stream answered a log end")
+			if err := b.JS.DeleteStream(ctx, "LEAN"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Info(ctx); !errors.Is(err, jetstream.ErrStreamNotFound) {
+				t.Fatalf("Info of a deleted stream = %v, want jetstream.ErrStreamNotFound", err)
+			}
+			if _, ok, _ := l.LastSeq(ctx); ok {
+				t.Fatal("LastSeq of a deleted stream answered a log end")
+			}
+
+			again, err := broker.EnsureStream(ctx, b.JS, broker.StreamSpec{Name: "LEAN", Subjects: []string{"crewlet.lean.>"},
+				MaxBytes: 1 << 20, Duplicates: time.Minute}, enginetest.Logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			remade, err := again.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = l.Info(ctx)
+			if err != nil || !got.Created.Equal(remade.Created) || got.Created.Equal(full.Created) || got.LastSeq != 0 {
+				t.Fatalf("Info of the stream created again = %+v, %v; want its new creation instant %v (was %v) and no records", got, err, remade.Created, full.Created)
+			}
+			if !local {
+				return
+			}
+			// Read in process: a log whose connection is closed, so no
+			// API question can be asked, still answers.
+			nc, err := nats.Connect("", nats.InProcessServer(b.Server))
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s2, err := js.Stream(ctx, "LEAN")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cut := broker.NewLog(js, s2, "lean", "n1", enginetest.Logger())
+			cut.SetLocalServer(b.Server)
+			nc.Close()
+			if got, err := cut.Info(ctx); err != nil || !got.Created.Equal(remade.Created) {
+				t.Fatalf("Info read in process with the connection closed = %+v, %v", got, err)
+			}
+		})
 	}
 }
 
 // BenchmarkStreamInfo: the CPU of one stream info question the way
 // Log.Info asks it (the answer decoded for the fields it reads) against
 // the client library's Stream.Info (the whole answer decoded), on a real
-// embedded broker. cpu-µs/op is the process's, broker included.
+// embedded broker, and the same state read from the standalone server in
+// process (log=local, SetLocalServer: what a node of one does). cpu-µs/op
+// is the process's, broker included.
 //
 //	go test -run '^$' -bench StreamInfo ./engine/broker
 func BenchmarkStreamInfo(b *testing.B) {
-	_, stream, l := leanRig(b)
+	bk, stream, l := leanRig(b)
+	local := broker.NewLog(bk.JS, stream, "lean", "n1", enginetest.Logger())
+	local.SetLocalServer(bk.Server)
 	ctx := context.Background()
 	for name, ask := range map[string]func() error{
-		"log":     func() error { _, err := l.Info(ctx); return err },
-		"library": func() error { _, err := stream.Info(ctx); return err },
+		"log":       func() error { _, err := l.Info(ctx); return err },
+		"library":   func() error { _, err := stream.Info(ctx); return err },
+		"log=local": func() error { _, err := local.Info(ctx); return err },
 	} {
 		b.Run(name, func(b *testing.B) {
 			c0 := enginetest.CPUTime()

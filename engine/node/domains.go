@@ -60,6 +60,9 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 		}
 		if n.broker.Server != nil {
 			l.SetVolume(cfg.Stream.StoreDir)
+			// A lone embedded broker's stream state is read in process
+			// (a clustered one is asked through its API).
+			l.SetLocalServer(n.broker.Server)
 			if !cfg.GroupReaders {
 				l.SetOwnReader()
 			}
