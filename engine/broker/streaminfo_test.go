@@ -77,30 +77,37 @@ func TestInfoAgreesWithTheFullAnswer(t *testing.T) {
 			if err != nil || !got.Created.Equal(remade.Created) || got.Created.Equal(full.Created) || got.LastSeq != 0 {
 				t.Fatalf("Info of the stream created again = %+v, %v; want its new creation instant %v (was %v) and no records", got, err, remade.Created, full.Created)
 			}
-			if !local {
-				return
-			}
-			// Read in process: a log whose connection is closed, so no
-			// API question can be asked, still answers.
-			nc, err := nats.Connect("", nats.InProcessServer(b.Server))
-			if err != nil {
-				t.Fatal(err)
-			}
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s2, err := js.Stream(ctx, "LEAN")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cut := broker.NewLog(js, s2, "lean", "n1", enginetest.Logger())
-			cut.SetLocalServer(b.Server)
-			nc.Close()
-			if got, err := cut.Info(ctx); err != nil || !got.Created.Equal(remade.Created) {
-				t.Fatalf("Info read in process with the connection closed = %+v, %v", got, err)
+			if local {
+				readsWithoutItsConnection(t, b, remade.Created)
 			}
 		})
+	}
+}
+
+// readsWithoutItsConnection checks that a log reading its stream's state
+// in process answers with its connection closed, so with no API question
+// asked: the state it reads is the server's own (created, the stream's
+// creation instant).
+func readsWithoutItsConnection(t *testing.T, b *broker.Embedded, created time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := nats.Connect("", nats.InProcessServer(b.Server))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "LEAN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := broker.NewLog(js, s, "lean", "n1", enginetest.Logger())
+	cut.SetLocalServer(b.Server)
+	nc.Close()
+	if got, err := cut.Info(ctx); err != nil || !got.Created.Equal(created) {
+		t.Fatalf("Info read in process with the connection closed = %+v, %v", got, err)
 	}
 }
 
