@@ -72,24 +72,54 @@ func (it *itemRow) lightMask() (int, bool) {
 }
 
 // lightWrites buffers the light row writes of one record, one multi-row
-// UPDATE per mask, and the touches.
+// UPDATE per mask, and the uniform ones.
 type lightWrites struct {
 	by [4]*rowBuffer
-	// touch lists the items of which only scoped_through and updated_at
-	// moved, both to the record's own values: what a bulk record does to
-	// most of its items. They are written by one UPDATE over an id list,
-	// two values bound once, rather than joined row by row against a
-	// table of six values each.
-	touch   []any
-	seq     uint64
-	ts      int64
-	touched bool
+	// uniform are the items whose counts and version kept their values
+	// and whose moved columns all take the same values: scoped_through
+	// and updated_at the record's own, and a status or assignee the same
+	// for all of the group. That is what a bulk record does to most of
+	// its items (a bulk status change: every item not reopened). Each
+	// group is written by one UPDATE over an id list, its values bound
+	// once, rather than joined row by row against a table of six or
+	// seven values each (the join and its values were most of a bulk's
+	// row writes); a row written either way is the same row.
+	uniform []*uniformGroup
+	groups  map[uniformKey]*uniformGroup
+}
+
+// uniformKey is what a uniform group's rows are set to.
+type uniformKey struct {
+	mask             int
+	status, assignee string
+	seq              uint64
+	ts               int64
+}
+
+type uniformGroup struct {
+	key uniformKey
+	ids []any
 }
 
 func (l *lightWrites) add(it *itemRow, mask int, seq uint64, ts int64) {
-	if mask == 0 && it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
-		l.touch = append(l.touch, it.ID)
-		l.seq, l.ts, l.touched = seq, ts, true
+	if it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
+		k := uniformKey{mask: mask, seq: seq, ts: ts}
+		if mask&lightStatus != 0 {
+			k.status = it.Status
+		}
+		if mask&lightAssignee != 0 {
+			k.assignee = it.Assignee
+		}
+		g := l.groups[k]
+		if g == nil {
+			if l.groups == nil {
+				l.groups = map[uniformKey]*uniformGroup{}
+			}
+			g = &uniformGroup{key: k}
+			l.groups[k] = g
+			l.uniform = append(l.uniform, g)
+		}
+		g.ids = append(g.ids, it.ID)
 		return
 	}
 	if l.by[mask] == nil {
@@ -127,24 +157,37 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 			return err
 		}
 	}
-	if !l.touched {
-		return nil
+	for _, g := range l.uniform {
+		if err := g.flush(ctx, tx, prepared); err != nil {
+			return err
+		}
 	}
-	// In the chunks sqlite.ChunkLen gives, so the texts are few and
-	// prepared once.
-	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-2)
-	for start := 0; start < len(l.touch); {
-		n := sqlite.ChunkLen(len(l.touch)-start, per)
-		args := append([]any{l.seq, l.ts}, l.touch[start:start+n]...)
-		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET scoped_through = ?, updated_at = ? WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
+	l.uniform, l.groups = nil, nil
+	return nil
+}
+
+// flush writes a uniform group, in the chunks sqlite.ChunkLen gives, so
+// the texts are few and prepared once.
+func (g *uniformGroup) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) error {
+	set, vals := "scoped_through = ?, updated_at = ?", []any{g.key.seq, g.key.ts}
+	if g.key.mask&lightStatus != 0 {
+		set, vals = set+", status = ?", append(vals, g.key.status)
+	}
+	if g.key.mask&lightAssignee != 0 {
+		set, vals = set+", assignee = ?", append(vals, g.key.assignee)
+	}
+	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-len(vals))
+	for start := 0; start < len(g.ids); {
+		n := sqlite.ChunkLen(len(g.ids)-start, per)
+		args := append(append(make([]any, 0, len(vals)+n), vals...), g.ids[start:start+n]...)
+		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET `+set+` WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
 			return err
 		}
 		if traceStatement != nil {
-			traceStatement("UPDATE OR FAIL tracker_items SET scoped_through", n)
+			traceStatement("UPDATE OR FAIL tracker_items SET "+set, n)
 		}
 		start += n
 	}
-	l.touch = l.touch[:0]
 	return nil
 }
 
