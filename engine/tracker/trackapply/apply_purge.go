@@ -143,11 +143,11 @@ func (a *apply) destroy(it *itemRow) error {
 // writes: its project (to check), status, assignee and the columns every
 // write moves. Reading whole rows (titles, descriptions, the fields'
 // join) was a fifth of a bulk record's apply.
-const bulkRowSelect = `SELECT id, project, status, assignee, reopens, handoffs, version, scoped_through, updated_at FROM tracker_items WHERE id IN (`
+const bulkRowSelect = `SELECT id, project, status, assignee, reopens, handoffs, version, scoped_through, updated_at, doc FROM tracker_items WHERE id IN (`
 
 // preload reads the items of a bulk record, many to a statement (in the
-// chunks sqlite.ChunkLen gives, so the texts are few and prepared),
-// as partial rows: a partial row is only ever written light (writeItem).
+// chunks sqlite.ChunkLen gives, so the texts are few and prepared), as
+// partial rows: a partial row is only ever written light (writeItem).
 func (a *apply) preload(ids []string) error {
 	for start := 0; start < len(ids); {
 		n := sqlite.ChunkLen(len(ids)-start, MaxRowsPerStatement)
@@ -156,28 +156,33 @@ func (a *apply) preload(ids []string) error {
 			args[i] = id
 		}
 		start += n
-		rows, err := a.at.Query(a.ctx, a.tx, bulkRowSelect+sqlite.Placeholders(n)+`)`, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			it := &itemRow{read: true, partial: true}
-			if err := rows.Scan(&it.ID, &it.Project, &it.Status, &it.Assignee, &it.Reopens, &it.Handoffs, &it.Version, &it.Scoped, &it.Updated); err != nil {
-				rows.Close()
-				return err
-			}
-			it.markRead()
-			if _, ok := a.items[it.ID]; !ok {
-				a.items[it.ID] = it
-				a.order = append(a.order, it.ID)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := a.preloadRows(bulkRowSelect+sqlite.Placeholders(n)+`)`, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// preloadRows reads the partial rows query answers into the record's
+// items.
+func (a *apply) preloadRows(query string, args ...any) error {
+	rows, err := a.at.Query(a.ctx, a.tx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		it := &itemRow{read: true, partial: true}
+		if err := rows.Scan(&it.ID, &it.Project, &it.Status, &it.Assignee, &it.Reopens, &it.Handoffs, &it.Version, &it.Scoped, &it.Updated, &it.Doc); err != nil {
+			return err
+		}
+		it.markRead()
+		if _, ok := a.items[it.ID]; !ok {
+			a.items[it.ID] = it
+			a.order = append(a.order, it.ID)
+		}
+	}
+	return rows.Err()
 }
 
 func (a *apply) bulk(b *trackrec.BulkUpdate) error {

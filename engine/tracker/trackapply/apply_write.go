@@ -96,13 +96,16 @@ type uniformKey struct {
 	ts               int64
 }
 
+// uniformGroup is the rows of one uniformKey, by doc: the table's rowid,
+// so each row is found by one seek rather than two (its id's index, then
+// the row).
 type uniformGroup struct {
-	key uniformKey
-	ids []any
+	key  uniformKey
+	docs []any
 }
 
 func (l *lightWrites) add(it *itemRow, mask int, seq uint64, ts int64) {
-	if it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
+	if it.Doc != 0 && it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
 		k := uniformKey{mask: mask, seq: seq, ts: ts}
 		if mask&lightStatus != 0 {
 			k.status = it.Status
@@ -119,7 +122,7 @@ func (l *lightWrites) add(it *itemRow, mask int, seq uint64, ts int64) {
 			l.groups[k] = g
 			l.uniform = append(l.uniform, g)
 		}
-		g.ids = append(g.ids, it.ID)
+		g.docs = append(g.docs, it.Doc)
 		return
 	}
 	if l.by[mask] == nil {
@@ -177,11 +180,18 @@ func (g *uniformGroup) flush(ctx context.Context, tx *sql.Tx, prepared func(cont
 		set, vals = set+", assignee = ?", append(vals, g.key.assignee)
 	}
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-len(vals))
-	for start := 0; start < len(g.ids); {
-		n := sqlite.ChunkLen(len(g.ids)-start, per)
-		args := append(append(make([]any, 0, len(vals)+n), vals...), g.ids[start:start+n]...)
-		if _, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET `+set+` WHERE id IN (`+sqlite.Placeholders(n)+`)`, args...); err != nil {
+	for start := 0; start < len(g.docs); {
+		n := sqlite.ChunkLen(len(g.docs)-start, per)
+		args := append(append(make([]any, 0, len(vals)+n), vals...), g.docs[start:start+n]...)
+		res, err := prepared(ctx, tx, `UPDATE OR FAIL tracker_items SET `+set+` WHERE doc IN (`+sqlite.Placeholders(n)+`)`, args...)
+		if err != nil {
 			return err
+		}
+		// Every row was read in this transaction: one not found would be
+		// a row this node never writes, so the apply fails (and retries)
+		// rather than leave it.
+		if got, err := res.RowsAffected(); err != nil || got != int64(n) {
+			return fmt.Errorf("trackapply: a light write of %d items found %d of their rows (%v)", n, got, err)
 		}
 		if traceStatement != nil {
 			traceStatement("UPDATE OR FAIL tracker_items SET "+set, n)
