@@ -2,7 +2,9 @@
 // Embedder interface every provider satisfies, the in-process model a
 // node uses when nothing is configured (builtin, no network), the
 // OpenAI-compatible HTTP provider (POST …/v1/embeddings) for a fleet that
-// runs an embedding server, and their Tier A configuration (embedder.*).
+// runs an embedding server, and their Tier A configuration (embedder.*),
+// which may also say none: a node that embeds nothing (New answers no
+// Embedder, and the vectors domain turns its vector side off).
 //
 // Every vector an Embedder answers is L2-normalised, so a dot product is
 // the cosine similarity. Model names the space a vector lives in: two

@@ -75,54 +75,48 @@ func (it *itemRow) lightMask() (int, bool) {
 // UPDATE per mask, and the uniform ones.
 type lightWrites struct {
 	by [4]*rowBuffer
-	// uniform are the items whose counts and version kept their values
-	// and whose moved columns all take the same values: scoped_through
-	// and updated_at the record's own, and a status or assignee the same
-	// for all of the group. That is what a bulk record does to most of
-	// its items (a bulk status change: every item not reopened). Each
-	// group is written by one UPDATE over an id list, its values bound
-	// once, rather than joined row by row against a table of six or
-	// seven values each (the join and its values were most of a bulk's
-	// row writes); a row written either way is the same row.
+	// uniform are the items whose counts and version kept their values,
+	// so that only scoped_through and updated_at moved, to the record's
+	// own seq and ts, and maybe status, grouped by the status they take.
+	// That is what a bulk record does to most of its items (a bulk
+	// status change: every item not reopened; tags or watchers: every
+	// item). Each group is written by one UPDATE over a list of docs,
+	// its values bound once, rather than joined row by row against a
+	// table of six or seven values each (the join and its values were
+	// most of a bulk's row writes); a row written either way is the same
+	// row. An assignee that moves always moves handoffs too, so such a
+	// row goes by the join.
 	uniform []*uniformGroup
-	groups  map[uniformKey]*uniformGroup
+	groups  map[string]*uniformGroup
+	seq     uint64
+	ts      int64
 }
 
-// uniformKey is what a uniform group's rows are set to.
-type uniformKey struct {
-	mask             int
-	status, assignee string
-	seq              uint64
-	ts               int64
-}
-
-// uniformGroup is the rows of one uniformKey, by doc: the table's rowid,
-// so each row is found by one seek rather than two (its id's index, then
-// the row).
+// uniformGroup is the rows that take one status (all of them keep their
+// own where status is ""), by doc: the table's rowid, so each row is found
+// by one seek rather than two (its id's index, then the row).
 type uniformGroup struct {
-	key  uniformKey
-	docs []any
+	status string
+	docs   []any
 }
 
 func (l *lightWrites) add(it *itemRow, mask int, seq uint64, ts int64) {
-	if it.Doc != 0 && it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
-		k := uniformKey{mask: mask, seq: seq, ts: ts}
+	if it.Doc != 0 && mask&lightAssignee == 0 && it.counts() == it.baseCounts && it.Scoped == seq && it.Updated == ts {
+		status := ""
 		if mask&lightStatus != 0 {
-			k.status = it.Status
+			status = it.Status
 		}
-		if mask&lightAssignee != 0 {
-			k.assignee = it.Assignee
-		}
-		g := l.groups[k]
+		g := l.groups[status]
 		if g == nil {
 			if l.groups == nil {
-				l.groups = map[uniformKey]*uniformGroup{}
+				l.groups = map[string]*uniformGroup{}
 			}
-			g = &uniformGroup{key: k}
-			l.groups[k] = g
+			g = &uniformGroup{status: status}
+			l.groups[status] = g
 			l.uniform = append(l.uniform, g)
 		}
 		g.docs = append(g.docs, it.Doc)
+		l.seq, l.ts = seq, ts
 		return
 	}
 	if l.by[mask] == nil {
@@ -161,7 +155,7 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 		}
 	}
 	for _, g := range l.uniform {
-		if err := g.flush(ctx, tx, prepared); err != nil {
+		if err := g.flush(ctx, tx, prepared, l.seq, l.ts); err != nil {
 			return err
 		}
 	}
@@ -171,13 +165,10 @@ func (l *lightWrites) flush(ctx context.Context, tx *sql.Tx, prepared func(conte
 
 // flush writes a uniform group, in the chunks sqlite.ChunkLen gives, so
 // the texts are few and prepared once.
-func (g *uniformGroup) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error)) error {
-	set, vals := "scoped_through = ?, updated_at = ?", []any{g.key.seq, g.key.ts}
-	if g.key.mask&lightStatus != 0 {
-		set, vals = set+", status = ?", append(vals, g.key.status)
-	}
-	if g.key.mask&lightAssignee != 0 {
-		set, vals = set+", assignee = ?", append(vals, g.key.assignee)
+func (g *uniformGroup) flush(ctx context.Context, tx *sql.Tx, prepared func(context.Context, *sql.Tx, string, ...any) (sql.Result, error), seq uint64, ts int64) error {
+	set, vals := "scoped_through = ?, updated_at = ?", []any{seq, ts}
+	if g.status != "" {
+		set, vals = set+", status = ?", append(vals, g.status)
 	}
 	per := min(MaxRowsPerStatement, BindLimit(ctx, tx)-len(vals))
 	for start := 0; start < len(g.docs); {
