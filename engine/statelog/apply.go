@@ -58,15 +58,13 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 		// record that reached the budget (a record is never split).
 		began := time.Now()
 		for start := 0; start < len(batch); {
-			n, ok := r.applyWithRetry(ctx, &cp, batch[start:], acks)
+			n, ok := r.applyWithRetry(ctx, &cp, batch[start:], start == 0, acks)
 			if !ok {
 				return
 			}
 			start += n
 		}
 		if len(batch) > 0 {
-			r.batches.Add(1)
-			r.delivered.Add(uint64(len(batch)))
 			r.cfg.Metrics.BatchApplied(time.Since(began))
 			progress.after(r.log, r.stream, cp.Seq, time.Now())
 		}
@@ -78,8 +76,9 @@ func (r *Replica) run(ctx context.Context, cp Checkpoint) {
 
 // applyWithRetry applies one batch, retrying a failure in place: the run
 // of failures is logged once when it starts, once more when it outlives the
-// retry budget (reads then refuse stalled), and once when it ends.
-func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery, acks *acker) (int, bool) {
+// retry budget (reads then refuse stalled), and once when it ends. first
+// says batch begins the applier's batch, which the counters then count.
+func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []Delivery, first bool, acks *acker) (int, bool) {
 	var started time.Time
 	var lastErr error
 	backoff := 10 * time.Millisecond
@@ -95,6 +94,13 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 			r.stats.observe(applied, rows, took)
 			r.cfg.Metrics.TxApplied(took)
 			batch = batch[:used]
+			// Counted before the progress is published: whoever waits for
+			// it reads counters that include what it waited for.
+			if first {
+				r.batches.Add(1)
+			}
+			r.delivered.Add(uint64(used))
+			r.applied.Add(uint64(applied))
 			// The newest delivery, not the last: a redelivered older
 			// record can come after newer ones in the same batch.
 			newest := batch[0]

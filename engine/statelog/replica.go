@@ -155,8 +155,9 @@ type Replica struct {
 	// writes refuse evicted.
 	evicted atomic.Bool
 	// batches and delivered count the batches the applier applied and
-	// the deliveries they carried (ApplyBatches).
-	batches, delivered atomic.Uint64
+	// the deliveries they carried (ApplyBatches); applied counts the
+	// records above the checkpoint among them.
+	batches, delivered, applied atomic.Uint64
 	// evictions says statelog_evictions may hold a row of this domain
 	// (see evictionGate).
 	evictions atomic.Bool

@@ -14,6 +14,10 @@ type Stats struct {
 	// Batches and Deliveries count the batches the applier applied and
 	// the deliveries they carried (records per transaction).
 	Batches, Deliveries uint64
+	// Applied counts the records applied: each once, however often the
+	// consumer handed it over, and with those read from the log to fill
+	// a gap in what it handed over.
+	Applied uint64
 	// GatheredBatches counts the batches that waited for more records
 	// (gather.go).
 	GatheredBatches uint64
@@ -34,7 +38,7 @@ func (r *Replica) Stats() Stats {
 	r.stats.mu.Lock()
 	apply := r.stats.s
 	r.stats.mu.Unlock()
-	return Stats{Apply: apply, Batches: r.batches.Load(), Deliveries: r.delivered.Load(),
+	return Stats{Apply: apply, Batches: r.batches.Load(), Deliveries: r.delivered.Load(), Applied: r.applied.Load(),
 		GatheredBatches: r.gatherer.waits.Load(), BarrierAppends: r.barriers.appends.Load(), EndReads: r.barriers.ends.Load(),
 		AnswersFromApply: r.answers.taken.Load(), Retained: r.retained.Load()}
 }
