@@ -89,38 +89,8 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		t0 := time.Now()
 		next, applied, used, rows, err := r.applyBatch(ctx, *cp, batch)
 		if err == nil {
-			took := time.Since(t0)
-			r.drain.observe(applied, took)
-			r.stats.observe(applied, rows, took)
-			r.cfg.Metrics.TxApplied(took)
-			batch = batch[:used]
-			// Counted before the progress is published: whoever waits for
-			// it reads counters that include what it waited for.
-			if first {
-				r.batches.Add(1)
-			}
-			r.delivered.Add(uint64(used))
-			r.applied.Add(uint64(applied))
-			// The newest delivery, not the last: a redelivered older
-			// record can come after newer ones in the same batch.
-			newest := batch[0]
-			for _, d := range batch {
-				r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
-				if d.Seq > newest.Seq {
-					newest = d
-				}
-			}
+			r.committed(batch[:used], next, applied, rows, first, time.Since(t0), acks)
 			*cp = next
-			r.progress.set(next.Seq, next.AppliedThrough)
-			if end := newest.Seq + newest.Pending; end > r.logEnd.Load() {
-				r.logEnd.Store(end)
-			}
-			// Ack after the commit: the checkpoint, not the consumer, is
-			// what this node resumes from, so a lost ack costs nothing.
-			// The policy is ack-all, so acking the newest acknowledges the
-			// whole batch, all of it at or below the checkpoint now
-			// (spaced: see acker).
-			acks.note(newest.Ack)
 			if attempt > 0 {
 				r.faultMu.Lock()
 				r.faulted, r.lastErr = false, nil
@@ -162,6 +132,39 @@ func (r *Replica) applyWithRetry(ctx context.Context, cp *Checkpoint, batch []De
 		}
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// committed notes a committed transaction of batch, at next: the counters
+// and the progress, then the ack.
+func (r *Replica) committed(batch []Delivery, next Checkpoint, applied, rows int, first bool, took time.Duration, acks *acker) {
+	r.drain.observe(applied, took)
+	r.stats.observe(applied, rows, took)
+	r.cfg.Metrics.TxApplied(took)
+	// Counted before the progress is published: whoever waits for it
+	// reads counters that include what it waited for.
+	if first {
+		r.batches.Add(1)
+	}
+	r.delivered.Add(uint64(len(batch)))
+	r.applied.Add(uint64(applied))
+	// The newest delivery, not the last: a redelivered older record can
+	// come after newer ones in the same batch.
+	newest := batch[0]
+	for _, d := range batch {
+		r.capacity.delivered(d.Seq, d.Subject, d.MsgID, len(d.Data))
+		if d.Seq > newest.Seq {
+			newest = d
+		}
+	}
+	r.progress.set(next.Seq, next.AppliedThrough)
+	if end := newest.Seq + newest.Pending; end > r.logEnd.Load() {
+		r.logEnd.Store(end)
+	}
+	// Ack after the commit: the checkpoint, not the consumer, is what this
+	// node resumes from, so a lost ack costs nothing. The policy is
+	// ack-all, so acking the newest acknowledges the whole batch, all of it
+	// at or below the checkpoint now (spaced: see acker).
+	acks.note(newest.Ack)
 }
 
 // applyBatch writes one batch in one transaction: the domain's rows, the
