@@ -152,6 +152,10 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	}()
 	if o.floor {
 		targets = append(targets, &peerbench.Floor{Dir: filepath.Join(scratch, "floor"), Replicas: o.replicas})
+		// One copy's SQL: beside a fleet every node runs it again.
+		if o.replicas <= 1 {
+			targets = append(targets, &peerbench.SQLFloor{Dir: filepath.Join(scratch, "sql")})
+		}
 	}
 	if o.profiles != "" {
 		if err := os.MkdirAll(o.profiles, 0o755); err != nil {

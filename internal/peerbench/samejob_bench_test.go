@@ -113,23 +113,7 @@ func seededSameJob(b *testing.B, project string, n int) *sameJobDB {
 // query runs stmts as one read, every row read.
 func (d *sameJobDB) query(stmts ...stmt) error {
 	for _, s := range stmts {
-		rs, err := d.db.Query(s.sqlOf(), s.argsOf()...)
-		if err != nil {
-			return err
-		}
-		cols, _ := rs.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rs.Next() {
-			if err := rs.Scan(ptrs...); err != nil {
-				rs.Close()
-				return err
-			}
-		}
-		if err := rs.Close(); err != nil {
+		if err := readAll(d.db.Query(s.sqlOf(), s.argsOf()...)); err != nil {
 			return err
 		}
 	}

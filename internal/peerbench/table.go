@@ -18,12 +18,13 @@ const FloorTarget = "floor"
 // where there are two targets besides the floor, the first's throughput
 // as a ratio of the second's and its CPU per operation as a ratio of the
 // second's (below 1: it spent less); and the first's p50 as a ratio of the
-// floor's. Then, where a target said, where its writes spent their time.
+// floor's. Then the same job's SQL alone (SQLFloor) where it ran, and,
+// where a target said, where its writes spent their time.
 func WriteTable(w io.Writer, figs []Figure) error {
 	var targets, workloads []string
 	by := map[string]Figure{}
 	for _, f := range figs {
-		if f.Target != FloorTarget && !contains(targets, f.Target) {
+		if f.Target != FloorTarget && f.Target != SQLFloorTarget && !contains(targets, f.Target) {
 			targets = append(targets, f.Target)
 		}
 		if !contains(workloads, f.Workload) {
@@ -77,10 +78,45 @@ func WriteTable(w io.Writer, figs []Figure) error {
 			fmt.Fprintf(w, "%s %s: %d failed, first: %s\n", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
 	}
+	if err := writeSQLFloor(w, by, targets, workloads); err != nil {
+		return err
+	}
 	if err := writePhases(w, figs); err != nil {
 		return err
 	}
 	return writeDrains(w, figs)
+}
+
+// writeSQLFloor holds each target's CPU per operation against the same
+// job's SQL alone on this build's SQLite (SQLFloor), workload by workload:
+// how many times the SQL's own cost each target spent.
+func writeSQLFloor(w io.Writer, by map[string]Figure, targets, workloads []string) error {
+	var rows []string
+	for _, wl := range workloads {
+		if _, ok := by[SQLFloorTarget+"|"+wl]; ok {
+			rows = append(rows, wl)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nthe same job's SQL alone (rqlite's statements on this build's SQLite, in the bench's process): the floor the driver sets under each workload:")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "WORKLOAD\tSQL OPS/S\tSQL P50\tSQL CPU/OP\t")
+	for _, t := range targets {
+		fmt.Fprintf(tw, "CPU/OP %s/sql\t", t)
+	}
+	fmt.Fprintln(tw)
+	for _, wl := range rows {
+		f := by[SQLFloorTarget+"|"+wl]
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t", wl, f.OpsPerSec, round(f.P50), orDash(f.CPUPerOp > 0, round(f.CPUPerOp).String()))
+		for _, t := range targets {
+			a, ok := by[t+"|"+wl]
+			fmt.Fprintf(tw, "%s\t", orDash(ok && a.CPUPerOp > 0 && f.CPUPerOp > 0, ratio(float64(a.CPUPerOp), float64(f.CPUPerOp))))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 // writeDrains says, for each write workload of a target whose processes

@@ -11,6 +11,8 @@ import (
 // floor's (the Floor target's for a write, the HTTP round trip at the
 // same concurrency for a read), the rate and CPU ratios, and the first
 // target's p50 over the floor's; a kind one target lacks is dashes there.
+// The SQL floor is no target of the main table: its own section holds
+// each target's CPU per operation over its.
 func TestWriteTable(t *testing.T) {
 	figs := []Figure{
 		{Target: "crewlet", Workload: "http_floor c=1", OpsPerSec: 9000, P50: 100 * time.Microsecond},
@@ -20,13 +22,21 @@ func TestWriteTable(t *testing.T) {
 		{Target: "crewlet", Workload: "get c=1", OpsPerSec: 4000, P50: 250 * time.Microsecond},
 		{Target: "rqlite", Workload: "get c=1", OpsPerSec: 2000, P50: 400 * time.Microsecond},
 		{Target: "crewlet", Workload: "get_mcp c=1", OpsPerSec: 1000, P50: 700 * time.Microsecond},
+		{Target: SQLFloorTarget, Workload: "create c=1", OpsPerSec: 4000, P50: 240 * time.Microsecond, CPUPerOp: 250 * time.Microsecond},
 	}
 	var b bytes.Buffer
 	if err := WriteTable(&b, figs); err != nil {
 		t.Fatal(err)
 	}
+	main, sqlPart, found := strings.Cut(b.String(), "the same job's SQL alone")
+	if !found {
+		t.Fatalf("no section of the SQL floor:\n%s", b.String())
+	}
+	if got := strings.Fields(strings.Split(sqlPart, "\n")[2]); strings.Join(got, " ") != "create c=1 4000 240µs 250µs 4.00 2.00" {
+		t.Errorf("the SQL floor's row is %q:\n%s", got, b.String())
+	}
 	rows := map[string][]string{}
-	for _, l := range strings.Split(b.String(), "\n") {
+	for _, l := range strings.Split(main, "\n") {
 		f := strings.Fields(l)
 		if len(f) > 2 {
 			rows[f[0]+" "+f[1]] = f[2:]
@@ -46,7 +56,13 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("the HTTP floor is held against %q, want nothing", got)
 	}
 	// The drain table names the one figure that had one.
-	if got := strings.Join(rows["crewlet create"], " "); got != "c=1 1.5s" {
+	drains := map[string]string{}
+	for _, l := range strings.Split(sqlPart, "\n") {
+		if f := strings.Fields(l); len(f) > 2 {
+			drains[f[0]+" "+f[1]] = strings.Join(f[2:], " ")
+		}
+	}
+	if got := drains["crewlet create"]; got != "c=1 1.5s" {
 		t.Errorf("the drain row is %q:\n%s", got, b.String())
 	}
 }
