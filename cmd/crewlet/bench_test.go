@@ -56,7 +56,7 @@ func TestBenchCommand(t *testing.T) {
 		if f.Ok == 0 {
 			t.Errorf("%s %s completed nothing: %d failed, first: %s", f.Target, f.Workload, f.Failed, f.FirstErr)
 		}
-		if f.CPUPerOp > 0 && f.RSS > 0 {
+		if f.CPUPerOp > 0 && f.RSS > 0 && f.PSS > 0 {
 			measured[f.Target] = true
 		}
 		// Crewlet's writes say where their time went, read from the

@@ -16,8 +16,9 @@ type costs struct {
 	// cpuLost is set once a CPU reading failed: the sum then covers only
 	// some measurements and is not reported.
 	cpuLost bool
-	// rss is the most the target's processes held at a round's end.
-	rss int64
+	// rss and pss are the most the target's processes held at a round's
+	// end (Resident).
+	rss, pss int64
 	// drain is the time the target's processes took, summed over the
 	// rounds, to fall quiet after the writes of a measurement (drain).
 	drain time.Duration
@@ -84,8 +85,8 @@ func measureCosts(ctx context.Context, t Target, w Workload, d time.Duration, c 
 	}
 	c.cpuLost = c.cpuLost || cerr != nil
 	if mem, ok := t.(Memory); ok {
-		if rss, err := mem.ServerRSS(); err == nil {
-			c.rss = max(c.rss, rss)
+		if r, err := mem.ServerMemory(); err == nil {
+			c.rss, c.pss = max(c.rss, r.RSS), max(c.pss, r.PSS)
 		}
 	}
 	if phased {

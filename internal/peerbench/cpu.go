@@ -72,56 +72,6 @@ func statTicks(stat string) (uint64, error) {
 	return user + sys, nil
 }
 
-// Memory is a target whose server processes the bench can see: the
-// memory they hold resident together now.
-type Memory interface {
-	ServerRSS() (int64, error)
-}
-
-// processesRSS is the resident memory of the processes pids together,
-// from /proc (VmRSS); an error elsewhere than Linux or for a process
-// that is gone.
-func processesRSS(pids []int) (int64, error) {
-	if len(pids) == 0 {
-		return 0, errNoProcesses
-	}
-	var sum int64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return 0, err
-		}
-		kb, err := vmRSS(string(b))
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
-		}
-		sum += kb << 10
-	}
-	return sum, nil
-}
-
-// vmRSS reads the VmRSS line of a /proc/<pid>/status, in KiB.
-func vmRSS(status string) (int64, error) {
-	for _, l := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("VmRSS line %q", l)
-			}
-			return strconv.ParseInt(f[0], 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS line")
-}
-
-// ServerRSS is the memory the nodes' processes hold, where the bench
-// started them (PIDs).
-func (c *Crewlet) ServerRSS() (int64, error) { return processesRSS(c.PIDs) }
-
-// ServerRSS is the memory the rqlite nodes' processes hold, where the
-// bench started them (PIDs).
-func (r *Rqlite) ServerRSS() (int64, error) { return processesRSS(r.PIDs) }
-
 // ServerCPU is the CPU time the nodes' processes have used, where the
 // bench started them (PIDs).
 func (c *Crewlet) ServerCPU() (time.Duration, error) { return processesCPU(c.PIDs) }

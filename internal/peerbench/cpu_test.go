@@ -62,23 +62,16 @@ func TestProcessesCPU(t *testing.T) {
 	}
 }
 
-// TestVmRSS reads the resident set from a status file's VmRSS line, and
-// refuses a file without one or with another unit; this process's own
-// is read from /proc on Linux.
-func TestVmRSS(t *testing.T) {
-	got, err := vmRSS("Name:\tcrewlet\nVmPeak:\t  9000 kB\nVmRSS:\t   51200 kB\nThreads:\t12\n")
+// TestKBLine reads a /proc line in KiB, and refuses a file without one
+// or with another unit.
+func TestKBLine(t *testing.T) {
+	got, err := kBLine("Name:\tcrewlet\nVmPeak:\t  9000 kB\nVmRSS:\t   51200 kB\nThreads:\t12\n", "VmRSS:")
 	if err != nil || got != 51200 {
-		t.Errorf("vmRSS = %d, %v; want 51200", got, err)
+		t.Errorf("kBLine = %d, %v; want 51200", got, err)
 	}
 	for _, bad := range []string{"Name:\tx\n", "VmRSS:\t12 MB\n"} {
-		if _, err := vmRSS(bad); err == nil {
-			t.Errorf("vmRSS(%q) took it", bad)
+		if _, err := kBLine(bad, "VmRSS:"); err == nil {
+			t.Errorf("kBLine(%q) took it", bad)
 		}
-	}
-	if runtime.GOOS != "linux" {
-		return
-	}
-	if rss, err := processesRSS([]int{os.Getpid()}); err != nil || rss < 1<<20 {
-		t.Errorf("this process holds %d bytes (%v)", rss, err)
 	}
 }

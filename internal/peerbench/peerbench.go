@@ -171,6 +171,9 @@ type Figure struct {
 	// RSS is the most resident memory the target's server processes held
 	// together at the end of a round of this workload (Memory).
 	RSS int64 `json:"rss_bytes,omitempty"`
+	// PSS is the same as a proportional set size: each page counted once
+	// however many of the processes' mappings hold it (Resident).
+	PSS int64 `json:"pss_bytes,omitempty"`
 }
 
 // acc gathers one target's rounds of one workload.
@@ -235,7 +238,7 @@ func Run(ctx context.Context, c Config) ([]Figure, error) {
 		a := accs[key]
 		out = append(out, Figure{Target: a.target, Workload: a.workload, OpsPerSec: median(a.rates),
 			P50: percentile(a.lats, 0.50), P99: percentile(a.lats, 0.99), Ok: a.ok, Failed: a.fail, FirstErr: a.firstErr,
-			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok), RSS: a.costs.rss,
+			WritePhases: a.costs.phases.Means(), CPUPerOp: a.costs.perOp(a.ok), RSS: a.costs.rss, PSS: a.costs.pss,
 			Drain: a.costs.drain / time.Duration(len(a.rates))})
 	}
 	return out, nil

@@ -12,7 +12,8 @@ import (
 const FloorTarget = "floor"
 
 // WriteTable prints one row per workload: each target's ops/s, p50, p99,
-// failures and, where known, CPU per operation and resident memory; the
+// failures and, where known, CPU per operation and resident memory (RSS
+// and PSS: Resident); the
 // bare floor's ops/s and p50 (the Floor target's for the writes and
 // linearizable reads, else the HTTP round trip at the same concurrency);
 // where there are two targets besides the floor, the first's throughput
@@ -35,7 +36,7 @@ func WriteTable(w io.Writer, figs []Figure) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "WORKLOAD\t")
 	for _, t := range targets {
-		fmt.Fprintf(tw, "%s OPS/S\tP50\tP99\tFAILED\tCPU/OP\tRSS\t", t)
+		fmt.Fprintf(tw, "%s OPS/S\tP50\tP99\tFAILED\tCPU/OP\tRSS\tPSS\t", t)
 	}
 	fmt.Fprint(tw, "FLOOR OPS/S\tFLOOR P50\t")
 	if len(targets) == 2 {
@@ -50,11 +51,11 @@ func WriteTable(w io.Writer, figs []Figure) error {
 		for _, t := range targets {
 			f, ok := by[t+"|"+wl]
 			if !ok {
-				fmt.Fprint(tw, "-\t-\t-\t-\t-\t-\t")
+				fmt.Fprint(tw, "-\t-\t-\t-\t-\t-\t-\t")
 				continue
 			}
-			fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%s\t%s\t", f.OpsPerSec, round(f.P50), round(f.P99), f.Failed,
-				orDash(f.CPUPerOp > 0, round(f.CPUPerOp).String()), orDash(f.RSS > 0, mib(f.RSS)))
+			fmt.Fprintf(tw, "%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t", f.OpsPerSec, round(f.P50), round(f.P99), f.Failed,
+				orDash(f.CPUPerOp > 0, round(f.CPUPerOp).String()), orDash(f.RSS > 0, mib(f.RSS)), orDash(f.PSS > 0, mib(f.PSS)))
 		}
 		fl, hasFloor := floorOf(by, targets, wl)
 		fmt.Fprintf(tw, "%s\t%s\t", orDash(hasFloor, fmt.Sprintf("%.0f", fl.OpsPerSec)), orDash(hasFloor, round(fl.P50).String()))

@@ -16,7 +16,7 @@ import (
 func TestWriteTable(t *testing.T) {
 	figs := []Figure{
 		{Target: "crewlet", Workload: "http_floor c=1", OpsPerSec: 9000, P50: 100 * time.Microsecond},
-		{Target: "crewlet", Workload: "create c=1", OpsPerSec: 600, P50: 1200 * time.Microsecond, CPUPerOp: time.Millisecond, RSS: 80 << 20, Drain: 1500 * time.Millisecond},
+		{Target: "crewlet", Workload: "create c=1", OpsPerSec: 600, P50: 1200 * time.Microsecond, CPUPerOp: time.Millisecond, RSS: 80 << 20, PSS: 60 << 20, Drain: 1500 * time.Millisecond},
 		{Target: "rqlite", Workload: "create c=1", OpsPerSec: 400, P50: 900 * time.Microsecond, CPUPerOp: 500 * time.Microsecond, RSS: 50 << 20},
 		{Target: "floor", Workload: "create c=1", OpsPerSec: 3000, P50: 300 * time.Microsecond},
 		{Target: "crewlet", Workload: "get c=1", OpsPerSec: 4000, P50: 250 * time.Microsecond},
@@ -42,17 +42,17 @@ func TestWriteTable(t *testing.T) {
 			rows[f[0]+" "+f[1]] = f[2:]
 		}
 	}
-	// crewlet: 6 columns, rqlite: 6, floor: 2, then the ratios.
+	// crewlet: 7 columns, rqlite: 7, floor: 2, then the ratios.
 	for wl, want := range map[string]string{
-		"create c=1":  "600 1.2ms 0s 0 1ms 80M 400 900µs 0s 0 500µs 50M 3000 300µs 1.50 2.00 4.00",
-		"get c=1":     "4000 250µs 0s 0 - - 2000 400µs 0s 0 - - 9000 100µs 2.00 - 2.50",
-		"get_mcp c=1": "1000 700µs 0s 0 - - - - - - - - 9000 100µs - - 7.00",
+		"create c=1":  "600 1.2ms 0s 0 1ms 80M 60M 400 900µs 0s 0 500µs 50M - 3000 300µs 1.50 2.00 4.00",
+		"get c=1":     "4000 250µs 0s 0 - - - 2000 400µs 0s 0 - - - 9000 100µs 2.00 - 2.50",
+		"get_mcp c=1": "1000 700µs 0s 0 - - - - - - - - - - 9000 100µs - - 7.00",
 	} {
 		if got := strings.Join(rows[wl], " "); got != want {
 			t.Errorf("%s:\n got %s\nwant %s\n%s", wl, got, want, b.String())
 		}
 	}
-	if got := strings.Join(rows["http_floor c=1"][12:], " "); got != "- - - - -" {
+	if got := strings.Join(rows["http_floor c=1"][14:], " "); got != "- - - - -" {
 		t.Errorf("the HTTP floor is held against %q, want nothing", got)
 	}
 	// The drain table names the one figure that had one.
