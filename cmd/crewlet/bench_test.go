@@ -59,27 +59,7 @@ func TestBenchCommand(t *testing.T) {
 		if f.CPUPerOp > 0 && f.RSS > 0 && f.PSS > 0 {
 			measured[f.Target] = true
 		}
-		// Crewlet's writes say where their time went, read from the
-		// node's /metrics: every applied write decided, appended and
-		// settled. Nothing else says so.
-		kind, _, _ := strings.Cut(f.Workload, " ")
-		phased := f.Target == "crewlet" && (kind == "create" || kind == "update" || kind == "bulk" || kind == "toy_write")
-		for _, p := range []string{"decide", "append", "settle"} {
-			if took, ok := f.WritePhases[p]; phased != ok || (phased && took <= 0) {
-				t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
-			}
-		}
-		// After a measurement of writes the bench waited for the servers
-		// it started to fall quiet, at least one interval.
-		if runtime.GOOS == "linux" && f.Target != "floor" && strings.Contains(",create,update,bulk,toy_write,", ","+kind+",") && f.Drain <= 0 {
-			t.Errorf("%s %s: no drain after its writes", f.Target, f.Workload)
-		}
-		// Creates check the stream's creation instant; updates do not.
-		if took, ok := f.WritePhases["check"]; (kind == "create" || kind == "toy_write") && f.Target == "crewlet" && (!ok || took <= 0) {
-			t.Errorf("%s %s: no check phase (%v, present %v)", f.Target, f.Workload, took, ok)
-		} else if kind == "update" && ok {
-			t.Errorf("%s %s: an update observed a check phase (%v)", f.Target, f.Workload, took)
-		}
+		checkBenchFigure(t, f)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("figures by target %v, want %v", got, want)
@@ -105,6 +85,32 @@ func TestBenchCommand(t *testing.T) {
 	}
 	if err := exec.Command(BuildBinary(t), "bench", "--rounds", "0").Run(); err == nil {
 		t.Error("--rounds 0 was accepted")
+	}
+}
+
+// checkBenchFigure holds one figure to what its target and kind say of it.
+func checkBenchFigure(t *testing.T, f peerbench.Figure) {
+	t.Helper()
+	// Crewlet's writes say where their time went, read from the
+	// node's /metrics: every applied write decided, appended and
+	// settled. Nothing else says so.
+	kind, _, _ := strings.Cut(f.Workload, " ")
+	phased := f.Target == "crewlet" && (kind == "create" || kind == "update" || kind == "bulk" || kind == "toy_write")
+	for _, p := range []string{"decide", "append", "settle"} {
+		if took, ok := f.WritePhases[p]; phased != ok || (phased && took <= 0) {
+			t.Errorf("%s %s: write phase %s is %v (present %v)", f.Target, f.Workload, p, took, ok)
+		}
+	}
+	// After a measurement of writes the bench waited for the servers
+	// it started to fall quiet, at least one interval.
+	if runtime.GOOS == "linux" && f.Target != "floor" && strings.Contains(",create,update,bulk,toy_write,", ","+kind+",") && f.Drain <= 0 {
+		t.Errorf("%s %s: no drain after its writes", f.Target, f.Workload)
+	}
+	// Creates check the stream's creation instant; updates do not.
+	if took, ok := f.WritePhases["check"]; (kind == "create" || kind == "toy_write") && f.Target == "crewlet" && (!ok || took <= 0) {
+		t.Errorf("%s %s: no check phase (%v, present %v)", f.Target, f.Workload, took, ok)
+	} else if kind == "update" && ok {
+		t.Errorf("%s %s: an update observed a check phase (%v)", f.Target, f.Workload, took)
 	}
 }
 
