@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -60,8 +59,7 @@ func writePhases(w io.Writer, figs []Figure) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nwhere the writes spent their time, the mean of a write's round in each phase (from the nodes' /metrics):")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	tw := section(w, "where the writes spent their time, the mean of a write's round in each phase (from the nodes' /metrics)")
 	fmt.Fprint(tw, "TARGET\tWORKLOAD\t")
 	for _, p := range metrics.Phases {
 		fmt.Fprintf(tw, "%s\t", strings.ToUpper(p))

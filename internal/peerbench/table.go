@@ -101,8 +101,7 @@ func writeSQLFloor(w io.Writer, by map[string]Figure, targets, workloads []strin
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nthe same job's SQL alone (rqlite's statements on this build's SQLite, in the bench's process): the floor the driver sets under each workload:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	tw := section(w, "the same job's SQL alone (rqlite's statements on this build's SQLite, in the bench's process): the floor the driver sets under each workload")
 	fmt.Fprint(tw, "WORKLOAD\tSQL OPS/S\tSQL P50\tSQL CPU/OP\t")
 	for _, t := range targets {
 		fmt.Fprintf(tw, "CPU/OP %s/sql\t", t)
@@ -128,13 +127,19 @@ func writeDrains(w io.Writer, figs []Figure) error {
 	if len(some) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nafter the writes, how long the servers stayed busy before they fell quiet (the mean of a round; in CPU/OP):")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	tw := section(w, "after the writes, how long the servers stayed busy before they fell quiet (the mean of a round; in CPU/OP)")
 	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tBUSY AFTER\t")
 	for _, f := range some {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", f.Target, f.Workload, round(f.Drain))
 	}
 	return tw.Flush()
+}
+
+// section begins a table under the main one: a blank line, its heading,
+// then the writer its rows go to (flushed by the caller).
+func section(w io.Writer, heading string) *tabwriter.Writer {
+	fmt.Fprintf(w, "\n%s:\n", heading)
+	return tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 }
 
 // floorOf is the bare floor a workload's figures are held against: the
