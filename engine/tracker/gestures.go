@@ -256,7 +256,7 @@ func (s *Service) resolvePatch(ctx context.Context, key, id string, p ItemPatch)
 // refused stale where ifMatch names another version, refused where the new
 // parent would make a cycle; every item the patch names joins the scope.
 func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, ifMatch uint64, p ItemPatch, rp resolvedPatch) (*statelog.Proposal, error) {
-	it, err := s.loadItem(ctx, tx, id)
+	it, err := s.loadDecisionState(ctx, tx, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFoundItem(key)
 	}
