@@ -172,13 +172,12 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	adds, removes := rp.adds, rp.removes
 	wk := s.newWalk(op)
 	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		if inDecision {
-			var err error
-			if id, err = s.resolve(ctx, tx, key); err != nil {
-				return nil, err
-			}
+		it, err := s.loadDecisionState(ctx, tx, key, id)
+		if err != nil {
+			return nil, err
 		}
-		return s.decideUpdate(ctx, tx, key, id, ifMatch, p, rp)
+		id = it.ID
+		return s.decideUpdate(ctx, tx, key, it, ifMatch, p, rp)
 	})
 	if !ok || len(adds)+len(removes) == 0 {
 		if len(wk.wk.Steps) == 1 && err == nil && wk.wk.Outcome == engine.Applied {
@@ -255,14 +254,8 @@ func (s *Service) resolvePatch(ctx context.Context, key, id string, p ItemPatch)
 // decideUpdate builds the update record against the item's local row:
 // refused stale where ifMatch names another version, refused where the new
 // parent would make a cycle; every item the patch names joins the scope.
-func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key, id string, ifMatch uint64, p ItemPatch, rp resolvedPatch) (*statelog.Proposal, error) {
-	it, err := s.loadDecisionState(ctx, tx, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFoundItem(key)
-	}
-	if err != nil {
-		return nil, err
-	}
+func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key string, it WorkItem, ifMatch uint64, p ItemPatch, rp resolvedPatch) (*statelog.Proposal, error) {
+	id := it.ID
 	if ifMatch != 0 && it.Version != ifMatch {
 		ref := engine.Refuse(engine.CodeStale, "%s is at version %d, not the if_match %d you named; read it again and decide against version %d.", key, it.Version, ifMatch, it.Version)
 		return nil, ref.With("current_version", it.Version)

@@ -313,17 +313,41 @@ func (s *Service) loadItem(ctx context.Context, tx *sql.Tx, id string) (WorkItem
 }
 
 // decisionStateQuery is what an update decides from: the item's version
-// as answers give it, its project and its status. Not loadItemQuery's
-// whole item: its joins and its sets are no part of the decision (reading
-// them was about a quarter of an update's decide phase at one writer).
-const decisionStateQuery = `SELECT max(version, scoped_through), project, status FROM tracker_items WHERE id = ?`
+// as answers give it, its project and its status, by the item's id or,
+// with the key resolved in the same statement, by any key it has held
+// (resolve's refusals then come from its row). Not loadItemQuery's whole
+// item: its joins and its sets are no part of the decision (reading them
+// was about a quarter of an update's decide phase at one writer).
+const (
+	decisionStateQuery      = `SELECT id, NULL, max(version, scoped_through), project, status FROM tracker_items WHERE id = ?`
+	decisionStateByKeyQuery = `SELECT k.id, p.seq, max(i.version, i.scoped_through), i.project, i.status FROM tracker_item_keys k
+		LEFT JOIN tracker_purged p ON p.id = k.id LEFT JOIN tracker_items i ON i.id = k.id WHERE k.key = ?`
+)
 
-// loadDecisionState reads item id's version, project and status
-// (decisionStateQuery); sql.ErrNoRows where there is no such item.
-func (s *Service) loadDecisionState(ctx context.Context, tx *sql.Tx, id string) (WorkItem, error) {
+// loadDecisionState reads the id, version, project and status of the item
+// id, or where id is "" of the item key names, refusing as resolve does
+// (decisionStateQuery).
+func (s *Service) loadDecisionState(ctx context.Context, tx *sql.Tx, key, id string) (WorkItem, error) {
+	q, arg := decisionStateQuery, id
+	if id == "" {
+		q, arg = decisionStateByKeyQuery, key
+	}
 	var it WorkItem
-	err := s.replica.Prepared(tx).QueryRowContext(ctx, decisionStateQuery, id).Scan(&it.Version, &it.Project, &it.Status)
-	return it, err
+	var purged, version sql.NullInt64
+	var project, status sql.NullString
+	err := s.replica.Prepared(tx).QueryRowContext(ctx, q, arg).Scan(&it.ID, &purged, &version, &project, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return it, notFoundItem(key)
+	case err != nil:
+		return it, err
+	case purged.Valid:
+		return it, s.purgedItem(key, purged.Int64)
+	case !version.Valid:
+		return it, notFoundItem(key) // a key whose item is gone
+	}
+	it.Version, it.Project, it.Status = uint64(version.Int64), project.String, status.String
+	return it, nil
 }
 
 // loadItemBy reads one item by query (by id or by key) and arg.
@@ -434,12 +458,17 @@ func (s *Service) resolve(ctx context.Context, tx *sql.Tx, key string) (string, 
 		return "", err
 	}
 	if purged.Valid {
-		p := s.replica.Position(uint64(purged.Int64))
-		ref := engine.Refuse(engine.CodeDeleted, "work item %s was purged at %s; every record about it applies nowhere, for ever. File a new item instead.", key, p.Token())
-		ref.Position = &p
-		return "", ref
+		return "", s.purgedItem(key, purged.Int64)
 	}
 	return id, nil
+}
+
+// purgedItem refuses item key, purged at seq.
+func (s *Service) purgedItem(key string, seq int64) error {
+	p := s.replica.Position(uint64(seq))
+	ref := engine.Refuse(engine.CodeDeleted, "work item %s was purged at %s; every record about it applies nowhere, for ever. File a new item instead.", key, p.Token())
+	ref.Position = &p
+	return ref
 }
 
 func checkItemKey(key string) error {
