@@ -172,7 +172,13 @@ func (s *Service) UpdateWorkItem(ctx context.Context, w engine.WriteOptions, key
 	adds, removes := rp.adds, rp.removes
 	wk := s.newWalk(op)
 	ok, err := wk.record(ctx, op, "update", key, func(ctx context.Context, tx *sql.Tx) (*statelog.Proposal, error) {
-		it, err := s.loadDecisionState(ctx, tx, key, id)
+		// In the decision, the key is resolved again on every try (a
+		// purge between two tries refuses deleted, not not_found).
+		byID := id
+		if inDecision {
+			byID = ""
+		}
+		it, err := s.loadDecisionState(ctx, tx, key, byID)
 		if err != nil {
 			return nil, err
 		}
