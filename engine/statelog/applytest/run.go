@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ type script struct {
 }
 
 func newScript(t *testing.T, d Domain) *script {
-	s := &script{t: t, d: d, dir: t.TempDir(), stream: statelogtest.NewStream(statelogtest.Options{Start: start}),
+	s := &script{t: t, d: d, dir: scratchDir(t), stream: statelogtest.NewStream(statelogtest.Options{Start: start}),
 		ops: map[string]string{}, names: map[string]string{}}
 	db, err := sqlite.Open(filepath.Join(s.dir, node+".db"), 5)
 	if err != nil {
@@ -105,6 +106,34 @@ func newScript(t *testing.T, d Domain) *script {
 	t.Cleanup(func() { db.Close() })
 	s.db = db
 	return s
+}
+
+// scratchDir is a script's directory, removed when the test ends. Not
+// t.TempDir: database/sql's opener may still run a connection a pool
+// asked for after the pool is closed (it opens, then sees the pool closed
+// and closes the connection), and SQLite's open creates the file again;
+// where that happens while t.TempDir's directory is removed, the removal
+// fails the test ("directory not empty", seen once with a model replay's
+// database). The removal here tries again.
+func scratchDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "applytest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for try := 0; ; try++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if try == 50 {
+				t.Errorf("removing the script's directory: %v", err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // run is one command, then the check of the node against the model.
