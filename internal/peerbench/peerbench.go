@@ -10,9 +10,13 @@
 // throughput is the median over rounds of the operations that succeeded
 // per second; its latency percentiles pool every successful operation.
 // What a measurement cost the target is read around it (costs.go): the
-// CPU its own processes spent, where the bench started them (cpu.go), and
-// where a Crewlet fleet's writes spent their time, from its nodes'
-// /metrics (phases.go).
+// CPU its own processes spent and the memory they hold, where the bench
+// started them (cpu.go, memory.go), and where a Crewlet fleet's writes
+// spent their time, from its nodes' /metrics (phases.go). Two floors run
+// beside the targets in the bench's own process: the bare append and
+// checkpoint loop a write or linearizable read is held against
+// (floor.go), and the same job's SQL alone on this build's SQLite
+// (sqlfloor.go).
 package peerbench
 
 import (

@@ -66,9 +66,11 @@ func (r *Rqlite) Setup(ctx context.Context, p Plan) error {
 	if err := r.setupToy(ctx); err != nil {
 		return err
 	}
-	if err := r.setupSameJob(ctx, p); err != nil {
+	versions, err := fileSameJob(ctx, r, p)
+	if err != nil {
 		return err
 	}
+	r.versions = versions
 	for i := range r.BaseURLs {
 		if err := untilSettled(ctx, func() error { return r.holds(ctx, i, p) }); err != nil {
 			return err
@@ -85,67 +87,10 @@ func (r *Rqlite) setupToy(ctx context.Context) error {
 	return err
 }
 
-// setupSameJob files the tracker's schema, the projects the writes and
-// reads use, their items, and the corpus where the plan searches or
-// bulk-updates; rows an earlier run against the same nodes filed are
-// kept.
-func (r *Rqlite) setupSameJob(ctx context.Context, p Plan) error {
-	var schema []stmt
-	for _, s := range sameJobSchema {
-		schema = append(schema, st(s))
-	}
-	for _, pr := range []string{"CR", "UP", "GT"} {
-		schema = append(schema, newProject(pr, pr)...)
-	}
-	if _, err := r.execute(ctx, 0, true, schema); err != nil {
-		return err
-	}
-	at := time.Now().UnixMilli()
-	for _, pr := range []string{"UP", "GT"} {
-		if err := r.fill(ctx, pr, 0, Workers, at); err != nil {
-			return err
-		}
-	}
-	for w := 0; w < Workers; w++ {
-		key := fmt.Sprintf("GT-%d", w+1)
-		if _, err := r.execute(ctx, 0, true, dressItem(key, []string{"backend", "perf"}, []string{"ann", "bob"})); err != nil {
-			return err
-		}
-		v, err := r.scalar(ctx, `SELECT version FROM items WHERE key = ?`, fmt.Sprintf("UP-%d", w+1))
-		if err != nil {
-			return err
-		}
-		r.versions[w] = v
-	}
-	if !p.Kinds[Search] && !p.Kinds[Bulk] {
-		return nil
-	}
-	for j := 0; j < p.corpusProjects(); j++ {
-		pr := corpusProject(j)
-		if _, err := r.execute(ctx, 0, true, newProject(pr, pr)); err != nil {
-			return err
-		}
-		n := min(p.BulkItems, p.Corpus-j*p.BulkItems)
-		if err := r.fill(ctx, pr, j*p.BulkItems, n, at); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// fill files items into project until it holds n, the corpus's items
-// from first on, a thousand a request.
-func (r *Rqlite) fill(ctx context.Context, project string, first, n int, at int64) error {
-	have, err := r.scalar(ctx, `SELECT last_number FROM projects WHERE key = ?`, project)
-	if err != nil {
-		return err
-	}
-	for k := int(have); k < n; k += 1000 {
-		if _, err := r.execute(ctx, 0, true, seedItems(project, k+1, first+k, min(1000, n-k), at)); err != nil {
-			return err
-		}
-	}
-	return nil
+// txnOf runs stmts as one transactional request (sameJobFiler).
+func (r *Rqlite) txnOf(ctx context.Context, stmts []stmt) error {
+	_, err := r.execute(ctx, 0, true, stmts)
+	return err
 }
 
 // holds fails (as passing) until node i's own copy holds the rows the

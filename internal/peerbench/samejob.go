@@ -1,8 +1,10 @@
 package peerbench
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The same job on rqlite: a work tracker written the way an rqlite user
@@ -174,4 +176,71 @@ func dressItem(key string, tags, watchers []string) []stmt {
 		out = append(out, st(`INSERT OR IGNORE INTO item_watchers(item, watcher) SELECT id, ? FROM items WHERE key = ?`, w, key))
 	}
 	return out
+}
+
+// sameJobFiler is a target the same-job set-up files its rows on: txn
+// runs statements as one transaction, scalar reads one number.
+type sameJobFiler interface {
+	txnOf(ctx context.Context, stmts []stmt) error
+	scalar(ctx context.Context, q string, args ...any) (int64, error)
+}
+
+// fileSameJob files the tracker's schema, the projects the writes and
+// reads use, their items, and the corpus where the plan searches or
+// bulk-updates, on rqlite and on the SQL floor alike; rows an earlier run
+// filed are kept (a project is filled from its counter on). It answers
+// the version each worker's update item is at.
+func fileSameJob(ctx context.Context, f sameJobFiler, p Plan) (versions [Workers]int64, err error) {
+	var schema []stmt
+	for _, s := range sameJobSchema {
+		schema = append(schema, st(s))
+	}
+	for _, pr := range []string{"CR", "UP", "GT"} {
+		schema = append(schema, newProject(pr, pr)...)
+	}
+	if err := f.txnOf(ctx, schema); err != nil {
+		return versions, err
+	}
+	at := time.Now().UnixMilli()
+	for _, pr := range []string{"UP", "GT"} {
+		if err := fillSameJob(ctx, f, pr, 0, Workers, at); err != nil {
+			return versions, err
+		}
+	}
+	for w := 0; w < Workers; w++ {
+		if err := f.txnOf(ctx, dressItem(fmt.Sprintf("GT-%d", w+1), []string{"backend", "perf"}, []string{"ann", "bob"})); err != nil {
+			return versions, err
+		}
+		if versions[w], err = f.scalar(ctx, `SELECT version FROM items WHERE key = ?`, fmt.Sprintf("UP-%d", w+1)); err != nil {
+			return versions, err
+		}
+	}
+	if !p.Kinds[Search] && !p.Kinds[Bulk] {
+		return versions, nil
+	}
+	for j := 0; j < p.corpusProjects(); j++ {
+		pr := corpusProject(j)
+		if err := f.txnOf(ctx, newProject(pr, pr)); err != nil {
+			return versions, err
+		}
+		if err := fillSameJob(ctx, f, pr, j*p.BulkItems, min(p.BulkItems, p.Corpus-j*p.BulkItems), at); err != nil {
+			return versions, err
+		}
+	}
+	return versions, nil
+}
+
+// fillSameJob files items into project until it holds n, the corpus's
+// items from first on, a thousand a transaction.
+func fillSameJob(ctx context.Context, f sameJobFiler, project string, first, n int, at int64) error {
+	have, err := f.scalar(ctx, `SELECT last_number FROM projects WHERE key = ?`, project)
+	if err != nil {
+		return err
+	}
+	for k := int(have); k < n; k += 1000 {
+		if err := f.txnOf(ctx, seedItems(project, k+1, first+k, min(1000, n-k), at)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package peerbench
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,9 +51,8 @@ func (f *SQLFloor) Supports(k Kind) bool {
 // the bench's does while it is measured (the targets take turns).
 func (f *SQLFloor) ServerCPU() (time.Duration, error) { return processesCPU([]int{os.Getpid()}) }
 
-// Setup files what rqlite's set-up files (Rqlite.setupSameJob): the
-// schema, the create, update and get projects with their items, and the
-// corpus where the plan searches or bulk-updates.
+// Setup files what rqlite's set-up files (fileSameJob) on its own
+// database.
 func (f *SQLFloor) Setup(ctx context.Context, p Plan) error {
 	f.plan = p
 	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
@@ -63,52 +63,25 @@ func (f *SQLFloor) Setup(ctx context.Context, p Plan) error {
 		return err
 	}
 	f.db = db
-	var schema []stmt
-	for _, s := range sameJobSchema {
-		schema = append(schema, st(s))
-	}
-	for _, pr := range []string{"CR", "UP", "GT"} {
-		schema = append(schema, newProject(pr, pr)...)
-	}
-	if _, err := f.txn(ctx, schema); err != nil {
-		return err
-	}
-	at := time.Now().UnixMilli()
-	for _, pr := range []string{"UP", "GT"} {
-		if err := f.fill(ctx, pr, 0, Workers, at); err != nil {
-			return err
-		}
-	}
-	for w := 0; w < Workers; w++ {
-		if _, err := f.txn(ctx, dressItem(fmt.Sprintf("GT-%d", w+1), []string{"backend", "perf"}, []string{"ann", "bob"})); err != nil {
-			return err
-		}
-		f.versions[w] = 1
-	}
-	if !p.Kinds[Search] && !p.Kinds[Bulk] {
-		return nil
-	}
-	for j := 0; j < p.corpusProjects(); j++ {
-		pr := corpusProject(j)
-		if _, err := f.txn(ctx, newProject(pr, pr)); err != nil {
-			return err
-		}
-		if err := f.fill(ctx, pr, j*p.BulkItems, min(p.BulkItems, p.Corpus-j*p.BulkItems), at); err != nil {
-			return err
-		}
-	}
-	return nil
+	f.versions, err = fileSameJob(ctx, f, p)
+	return err
 }
 
-// fill files n items of the corpus from first on into project, a
-// thousand a transaction, as Rqlite.fill does.
-func (f *SQLFloor) fill(ctx context.Context, project string, first, n int, at int64) error {
-	for k := 0; k < n; k += 1000 {
-		if _, err := f.txn(ctx, seedItems(project, k+1, first+k, min(1000, n-k), at)); err != nil {
-			return err
-		}
+// txnOf runs stmts as one write transaction (sameJobFiler).
+func (f *SQLFloor) txnOf(ctx context.Context, stmts []stmt) error {
+	_, err := f.txn(ctx, stmts)
+	return err
+}
+
+// scalar reads one number (sameJobFiler); 0 where there is no row, as
+// rqlite's answers it.
+func (f *SQLFloor) scalar(ctx context.Context, q string, args ...any) (int64, error) {
+	var v sql.NullInt64
+	err := f.db.QueryRowContext(ctx, q, args...).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
 	}
-	return nil
+	return v.Int64, err
 }
 
 // Do runs one operation: what Rqlite.Do sends, run here.
