@@ -247,11 +247,20 @@ func TestDutyLeavesAnEvictedHolder(t *testing.T) {
 	if ev, err := c.Node(other).NodeGates().EvictNode(ctx, engine.WriteOptions{}, c.Node(h).Name()); err != nil || ev.Outcome != engine.Applied {
 		t.Fatalf("evict: %+v %v", ev, err)
 	}
-	next := waitHolder(t, c, h)
-	time.Sleep(3 * time.Second) // more than a TTL: the evicted node takes nothing back
-	if got := holderOf(c, tracker.DutyName); got != next {
-		t.Fatalf("the duty moved from n%d to n%d after the eviction", next+1, got+1)
+	waitHolder(t, c, h)
+	// For more than a TTL the evicted node takes nothing back. Another
+	// node may hand the duty on meanwhile (a renewal a loaded machine
+	// let lapse), which is not the promise; the evicted one never holds it.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		evictedHoldsNothing(t, c, h)
 	}
+	waitHolder(t, c, h)
+	evictedHoldsNothing(t, c, h)
+}
+
+// evictedHoldsNothing fails where the evicted node h holds a duty.
+func evictedHoldsNothing(t *testing.T, c *fleettest.Cluster, h int) {
+	t.Helper()
 	for _, s := range c.Node(h).Duties().Local() {
 		if s.Held {
 			t.Fatalf("the evicted n%d holds %s", h+1, s.Duty)
