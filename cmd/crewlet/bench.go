@@ -43,6 +43,7 @@ type benchOptions struct {
 	asJSON             bool
 	profiles           string
 	embedder           string
+	firstNode          int
 }
 
 func (c *BenchCommand) parse(args []string) (benchOptions, error) {
@@ -64,6 +65,7 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
 	fs.StringVar(&o.profiles, "profile", "", "`dir`ectory to write a CPU profile of every server for the first round of each workload (<target>-<workload>-c<N>-<server>.pprof; read with go tool pprof -top); the nodes the bench starts serve them (crewlet serve --pprof), a --node must have been started with --pprof")
 	fs.StringVar(&o.embedder, "embedder", embed.ProviderNone, "embedder.provider of the Crewlet nodes the bench starts: none (the same job as rqlite's, which embeds nothing) or builtin (the default of crewlet serve: every create and edit is also embedded, on the embedding duty)")
+	fs.IntVar(&o.firstNode, "first-node", 1, "which `node` of each target the first worker talks to, counted from 1 in the order the nodes are given or started: every c=1 run is on it alone, and a concurrent run's workers go round the nodes from it (1 to --replicas)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: crewlet bench [flags]\n\nRun single and concurrent writes, linearizable and stale reads against Crewlet and,\nwhen given one (--rqlite or --rqlited), rqlite over its HTTP API, interleaved.\nrqlite is never downloaded: build it from its source and pass its address or binary.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -82,6 +84,9 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	}
 	if o.replicas < 1 || o.replicas > 5 {
 		return o, usageErrorf("--replicas must be 1 to 5 (a JetStream stream has at most five replicas)")
+	}
+	if o.firstNode < 1 || o.firstNode > 5 {
+		return o, usageErrorf("--first-node must be 1 to 5: a node of each target, counted from 1")
 	}
 	if o.embedder != embed.ProviderNone && o.embedder != embed.ProviderBuiltin {
 		return o, usageErrorf("--embedder must be none or builtin")
@@ -127,6 +132,10 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		}
 		cw.Token = tok
 	}
+	if cw.BaseURLs, err = fromNode(cw.BaseURLs, o.firstNode, "crewlet"); err != nil {
+		return err
+	}
+	first := []string{"crewlet " + cw.BaseURLs[0]}
 	targets := []peerbench.Target{cw}
 	var rqPIDs []int
 	if o.rqlited != "" {
@@ -143,8 +152,18 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		if len(rqPIDs) != len(o.rqlites) {
 			rqPIDs = nil
 		}
-		targets = append(targets, &peerbench.Rqlite{BaseURLs: o.rqlites, PIDs: rqPIDs})
+		urls, err := fromNode(o.rqlites, o.firstNode, "rqlite")
+		if err != nil {
+			return err
+		}
+		role, err := peerbench.RaftState(ctx, urls[0])
+		if err != nil {
+			role = "its role unread: " + err.Error()
+		}
+		first = append(first, fmt.Sprintf("rqlite %s (%s)", urls[0], role))
+		targets = append(targets, &peerbench.Rqlite{BaseURLs: urls, PIDs: rqPIDs})
 	}
+	fmt.Fprintf(c.Stderr, "first worker (every c=1 run) on node %d of each: %s\n", o.firstNode, strings.Join(first, ", "))
 	defer func() {
 		for _, t := range targets {
 			t.Close()
@@ -172,6 +191,18 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return json.NewEncoder(c.Stdout).Encode(figs)
 	}
 	return peerbench.WriteTable(c.Stdout, figs)
+}
+
+// fromNode is a target's node URLs starting from the first-th (counted
+// from 1), the rest in their order after it: the workers take the nodes
+// in turn from the first, so that is the node of every c=1 run. Where
+// the nodes are a cluster's, which of them leads decides whether a write
+// takes one more hop, so the node is the user's to choose.
+func fromNode(urls []string, first int, target string) ([]string, error) {
+	if first > len(urls) {
+		return nil, usageErrorf("--first-node %d names no node of %s, which has %d", first, target, len(urls))
+	}
+	return append(slices.Clone(urls[first-1:]), urls[:first-1]...), nil
 }
 
 // workloads keeps the default workloads of the kinds named (all when

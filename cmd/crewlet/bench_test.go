@@ -74,6 +74,13 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("no figure of %s has the CPU and memory its processes spent", tg)
 		}
 	}
+	// The bench says which node of each target the first worker talks
+	// to, and, of a real rqlite, its Raft role there: a node alone leads.
+	first := benchSaid(stderr.String(), "first worker ")
+	if !strings.HasPrefix(first, "first worker (every c=1 run) on node 1 of each: crewlet http://127.0.0.1:") ||
+		(want["rqlite"] > 0) != strings.Contains(first, " (Leader)") {
+		t.Errorf("the bench said %q of its first worker", first)
+	}
 	var table bytes.Buffer
 	if err := peerbench.WriteTable(&table, figs); err != nil {
 		t.Fatal(err)
@@ -86,6 +93,18 @@ func TestBenchCommand(t *testing.T) {
 	if err := exec.Command(BuildBinary(t), "bench", "--rounds", "0").Run(); err == nil {
 		t.Error("--rounds 0 was accepted")
 	}
+}
+
+// benchSaid is the last line of what the bench wrote to its standard
+// error that begins with prefix, or "".
+func benchSaid(stderr, prefix string) string {
+	said := ""
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			said = l
+		}
+	}
+	return said
 }
 
 // checkBenchFigure holds one figure to what its target and kind say of it.
@@ -127,19 +146,19 @@ func TestBenchCommandFleet(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	profiles := t.TempDir()
-	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "create,toy_read_stale", "--floor=false", "--json", "--profile", profiles)
+	cmd := exec.Command(BuildBinary(t), "bench", "--replicas", "3", "--rounds", "1", "--duration", "300ms", "--workloads", "create,toy_read_stale", "--floor=false", "--json", "--profile", profiles, "--first-node", "2")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("crewlet bench --replicas 3: %v\n%s", err, stderr.String())
 	}
-	said := ""
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if strings.HasPrefix(l, "crewlet: ") {
-			said = l
-		}
-	}
+	said := benchSaid(stderr.String(), "crewlet: ")
 	if !strings.HasPrefix(said, "crewlet: 3 nodes on loopback, logs at 3 replica(s), embedder.provider none: ") || strings.Count(said, "http://127.0.0.1:") != 3 {
 		t.Errorf("the bench said %q, want three nodes named", said)
+	}
+	// --first-node 2: the first worker talks to the second node started.
+	if nodes := strings.Fields(said); len(nodes) < 3 ||
+		benchSaid(stderr.String(), "first worker ") != "first worker (every c=1 run) on node 2 of each: crewlet "+nodes[len(nodes)-2] {
+		t.Errorf("the bench said %q of its first worker, of the nodes %q", benchSaid(stderr.String(), "first worker "), said)
 	}
 	var figs []peerbench.Figure
 	if err := json.Unmarshal(stdout.Bytes(), &figs); err != nil {

@@ -34,7 +34,7 @@ func TestBenchWorkloads(t *testing.T) {
 	}
 	c := &BenchCommand{Main: &Main{Stderr: os.Stderr}}
 	for _, args := range [][]string{{"--corpus", "0"}, {"--bulk-items", "20001"}, {"--workloads", "nope"},
-		{"--embedder", "openai"}, {"--embedder", "builtin", "--node", "http://127.0.0.1:7420"}} {
+		{"--embedder", "openai"}, {"--embedder", "builtin", "--node", "http://127.0.0.1:7420"}, {"--first-node", "0"}, {"--first-node", "6"}} {
 		if _, err := c.parse(args); err == nil {
 			t.Errorf("bench %v was accepted", args)
 		}
@@ -46,5 +46,24 @@ func TestBenchWorkloads(t *testing.T) {
 	}
 	if o, err := c.parse([]string{"--embedder", "builtin"}); err != nil || o.embedder != "builtin" {
 		t.Errorf("--embedder builtin: %q, %v", o.embedder, err)
+	}
+}
+
+// TestBenchFromNode: the workers take a target's nodes in turn from the
+// one --first-node names, counted from 1, the others after it in their
+// order; a node past the target's last is refused naming how many it has.
+func TestBenchFromNode(t *testing.T) {
+	urls := []string{"a", "b", "c"}
+	for first, want := range map[int]string{1: "a b c", 2: "b c a", 3: "c a b"} {
+		got, err := fromNode(urls, first, "rqlite")
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("from node %d: %q, %v; want %q", first, got, err, want)
+		}
+	}
+	if strings.Join(urls, " ") != "a b c" {
+		t.Errorf("the nodes given were reordered: %q", urls)
+	}
+	if _, err := fromNode(urls, 4, "rqlite"); err == nil || !strings.Contains(err.Error(), "has 3") {
+		t.Errorf("node 4 of 3: %v", err)
 	}
 }

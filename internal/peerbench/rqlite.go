@@ -307,6 +307,38 @@ func (r *Rqlite) Close() {
 	}
 }
 
+// RaftState is the Raft role of the rqlite node at baseURL as its
+// /status gives it (store.raft.state: Leader, Follower, Candidate):
+// where a run's first worker talks to a follower, every write and
+// linearizable read it sends takes one more hop, to the leader.
+func RaftState(ctx context.Context, baseURL string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/status", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Store struct {
+			Raft struct {
+				State string `json:"state"`
+			} `json:"raft"`
+		} `json:"store"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return "", fmt.Errorf("%s/status: %w", baseURL, err)
+	}
+	if st.Store.Raft.State == "" {
+		return "", fmt.Errorf("%s/status names no store.raft.state", baseURL)
+	}
+	return st.Store.Raft.State, nil
+}
+
 // ProfileRequests ask every rqlite node for its CPU profile, which its
 // HTTP API serves (Profiler).
 func (r *Rqlite) ProfileRequests(ctx context.Context, seconds int) ([]*http.Request, error) {
