@@ -113,55 +113,21 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	cw := &peerbench.Crewlet{BaseURLs: o.nodes}
-	if len(o.nodes) == 0 {
-		g, urls, tok, err := startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas, o.profiles != "", o.embedder)
-		if err != nil {
-			return err
-		}
-		defer g.stop()
-		cw.BaseURLs, cw.Token, cw.PIDs = urls, tok, g.pids()
-		fmt.Fprintf(c.Stderr, "crewlet: %s on loopback, logs at %d replica(s), embedder.provider %s: %s\n", nodesWord(o.replicas), o.replicas, o.embedder, strings.Join(urls, " "))
-	} else {
-		tok, found, err := token.Find(o.tokenFile, token.EnvOperator, o.dataDir)
-		if err != nil {
-			return fmt.Errorf("operator token: %w", err)
-		}
-		if !found {
-			return usageErrorf("bench against --node needs the operator token: --token-file FILE, $%s, or --data DIR", token.EnvOperator)
-		}
-		cw.Token = tok
-	}
-	if cw.BaseURLs, err = fromNode(cw.BaseURLs, o.firstNode, "crewlet"); err != nil {
+	cw, cg, err := c.crewletTarget(ctx, o, scratch)
+	defer cg.stop()
+	if err != nil {
 		return err
 	}
 	first := []string{"crewlet " + cw.BaseURLs[0]}
 	targets := []peerbench.Target{cw}
-	var rqPIDs []int
-	if o.rqlited != "" {
-		g, urls, err := startRqliteCluster(ctx, o.rqlited, filepath.Join(scratch, "rqlite"), o.replicas)
-		if err != nil {
-			return err
-		}
-		defer g.stop()
-		o.rqlites, rqPIDs = append(o.rqlites, urls...), g.pids()
-		fmt.Fprintf(c.Stderr, "rqlite: %s on loopback: %s\n", nodesWord(o.replicas), strings.Join(urls, " "))
+	rq, rg, role, err := c.rqliteTarget(ctx, o, scratch)
+	defer rg.stop()
+	if err != nil {
+		return err
 	}
-	if len(o.rqlites) > 0 {
-		// The processes are known only where every node is the bench's own.
-		if len(rqPIDs) != len(o.rqlites) {
-			rqPIDs = nil
-		}
-		urls, err := fromNode(o.rqlites, o.firstNode, "rqlite")
-		if err != nil {
-			return err
-		}
-		role, err := peerbench.RaftState(ctx, urls[0])
-		if err != nil {
-			role = "its role unread: " + err.Error()
-		}
-		first = append(first, fmt.Sprintf("rqlite %s (%s)", urls[0], role))
-		targets = append(targets, &peerbench.Rqlite{BaseURLs: urls, PIDs: rqPIDs})
+	if rq != nil {
+		first = append(first, fmt.Sprintf("rqlite %s (%s)", rq.BaseURLs[0], role))
+		targets = append(targets, rq)
 	}
 	fmt.Fprintf(c.Stderr, "first worker (every c=1 run) on node %d of each: %s\n", o.firstNode, strings.Join(first, ", "))
 	defer func() {
@@ -191,6 +157,71 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return json.NewEncoder(c.Stdout).Encode(figs)
 	}
 	return peerbench.WriteTable(c.Stdout, figs)
+}
+
+// crewletTarget is the Crewlet target of a run: the fleet it starts in
+// scratch, or the --node fleet given, its nodes taken from --first-node.
+// The processes it started are the group, which the caller stops.
+func (c *BenchCommand) crewletTarget(ctx context.Context, o benchOptions, scratch string) (*peerbench.Crewlet, childGroup, error) {
+	var g childGroup
+	cw := &peerbench.Crewlet{BaseURLs: o.nodes}
+	if len(o.nodes) == 0 {
+		var urls []string
+		var tok string
+		var err error
+		if g, urls, tok, err = startBenchFleet(ctx, filepath.Join(scratch, "crewlet"), o.replicas, o.profiles != "", o.embedder); err != nil {
+			return nil, nil, err
+		}
+		cw.BaseURLs, cw.Token, cw.PIDs = urls, tok, g.pids()
+		fmt.Fprintf(c.Stderr, "crewlet: %s on loopback, logs at %d replica(s), embedder.provider %s: %s\n", nodesWord(o.replicas), o.replicas, o.embedder, strings.Join(urls, " "))
+	} else {
+		tok, found, err := token.Find(o.tokenFile, token.EnvOperator, o.dataDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("operator token: %w", err)
+		}
+		if !found {
+			return nil, nil, usageErrorf("bench against --node needs the operator token: --token-file FILE, $%s, or --data DIR", token.EnvOperator)
+		}
+		cw.Token = tok
+	}
+	var err error
+	cw.BaseURLs, err = fromNode(cw.BaseURLs, o.firstNode, "crewlet")
+	return cw, g, err
+}
+
+// rqliteTarget is the rqlite target of a run, nil where there is none:
+// the cluster it starts in scratch (--rqlited) and the nodes given
+// (--rqlite), taken from --first-node, with the Raft role of that node.
+// The processes it started are the group, which the caller stops.
+func (c *BenchCommand) rqliteTarget(ctx context.Context, o benchOptions, scratch string) (*peerbench.Rqlite, childGroup, string, error) {
+	var g childGroup
+	var pids []int
+	nodes := slices.Clone(o.rqlites)
+	if o.rqlited != "" {
+		var urls []string
+		var err error
+		if g, urls, err = startRqliteCluster(ctx, o.rqlited, filepath.Join(scratch, "rqlite"), o.replicas); err != nil {
+			return nil, nil, "", err
+		}
+		nodes, pids = append(nodes, urls...), g.pids()
+		fmt.Fprintf(c.Stderr, "rqlite: %s on loopback: %s\n", nodesWord(o.replicas), strings.Join(urls, " "))
+	}
+	if len(nodes) == 0 {
+		return nil, g, "", nil
+	}
+	// The processes are known only where every node is the bench's own.
+	if len(pids) != len(nodes) {
+		pids = nil
+	}
+	urls, err := fromNode(nodes, o.firstNode, "rqlite")
+	if err != nil {
+		return nil, g, "", err
+	}
+	role, err := peerbench.RaftState(ctx, urls[0])
+	if err != nil {
+		role = "its role unread: " + err.Error()
+	}
+	return &peerbench.Rqlite{BaseURLs: urls, PIDs: pids}, g, role, nil
 }
 
 // fromNode is a target's node URLs starting from the first-th (counted
