@@ -118,7 +118,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	first := []string{"crewlet " + cw.BaseURLs[0]}
+	first := []string{"crewlet " + peerbench.NodeOf(cw.BaseURLs, cw.First, 0)}
 	targets := []peerbench.Target{cw}
 	rq, rg, role, err := c.rqliteTarget(ctx, o, scratch)
 	defer rg.stop()
@@ -126,7 +126,7 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if rq != nil {
-		first = append(first, fmt.Sprintf("rqlite %s (%s)", rq.BaseURLs[0], role))
+		first = append(first, fmt.Sprintf("rqlite %s (%s)", peerbench.NodeOf(rq.BaseURLs, rq.First, 0), role))
 		targets = append(targets, rq)
 	}
 	fmt.Fprintf(c.Stderr, "first worker (every c=1 run) on node %d of each: %s\n", o.firstNode, strings.Join(first, ", "))
@@ -185,7 +185,7 @@ func (c *BenchCommand) crewletTarget(ctx context.Context, o benchOptions, scratc
 		cw.Token = tok
 	}
 	var err error
-	cw.BaseURLs, err = fromNode(cw.BaseURLs, o.firstNode, "crewlet")
+	cw.First, err = firstNode(len(cw.BaseURLs), o.firstNode, "crewlet")
 	return cw, g, err
 }
 
@@ -213,27 +213,27 @@ func (c *BenchCommand) rqliteTarget(ctx context.Context, o benchOptions, scratch
 	if len(pids) != len(nodes) {
 		pids = nil
 	}
-	urls, err := fromNode(nodes, o.firstNode, "rqlite")
+	first, err := firstNode(len(nodes), o.firstNode, "rqlite")
 	if err != nil {
 		return nil, g, "", err
 	}
-	role, err := peerbench.RaftState(ctx, urls[0])
+	role, err := peerbench.RaftState(ctx, nodes[first])
 	if err != nil {
 		role = "its role unread: " + err.Error()
 	}
-	return &peerbench.Rqlite{BaseURLs: urls, PIDs: pids}, g, role, nil
+	return &peerbench.Rqlite{BaseURLs: nodes, First: first, PIDs: pids}, g, role, nil
 }
 
-// fromNode is a target's node URLs starting from the first-th (counted
-// from 1), the rest in their order after it: the workers take the nodes
-// in turn from the first, so that is the node of every c=1 run. Where
-// the nodes are a cluster's, which of them leads decides whether a write
+// firstNode is the index of --first-node's node (counted from 1) among
+// a target's n nodes: the workers take the nodes in turn from it
+// (peerbench.NodeOf), so it is the node of every c=1 run. Where the
+// nodes are a cluster's, which of them leads decides whether a write
 // takes one more hop, so the node is the user's to choose.
-func fromNode(urls []string, first int, target string) ([]string, error) {
-	if first > len(urls) {
-		return nil, usageErrorf("--first-node %d names no node of %s, which has %d", first, target, len(urls))
+func firstNode(n, flag int, target string) (int, error) {
+	if flag > n {
+		return 0, usageErrorf("--first-node %d names no node of %s, which has %d", flag, target, n)
 	}
-	return append(slices.Clone(urls[first-1:]), urls[:first-1]...), nil
+	return flag - 1, nil
 }
 
 // workloads keeps the default workloads of the kinds named (all when

@@ -20,10 +20,13 @@ import (
 // Crewlet is a Crewlet node, or a fleet, reached like any user reaches it:
 // writes are create_work_item calls over the operator MCP (Streamable
 // HTTP), reads are GETs of the REST read path, both with the operator
-// token. With several base URLs, workers spread over the nodes.
+// token. With several base URLs, workers spread over the nodes from
+// First (NodeOf).
 type Crewlet struct {
 	BaseURLs []string
-	Token    string
+	// First is the index in BaseURLs of the first worker's node.
+	First int
+	Token string
 	// Project is the key the workloads write under (default BENCH).
 	Project string
 	// PIDs are the nodes' processes, where the bench started them.
@@ -61,7 +64,7 @@ func (c *Crewlet) client(ctx context.Context, worker int) (*client.Client, error
 	if cl != nil {
 		return cl, nil
 	}
-	url := strings.TrimSuffix(c.BaseURLs[worker%len(c.BaseURLs)], "/") + "/operator/mcp"
+	url := NodeOf(c.BaseURLs, c.First, worker) + "/operator/mcp"
 	// The MCP sessions share the benchmark's HTTP client, which keeps
 	// a connection per worker alive as rqlite's does: mcp-go's own default
 	// keeps two idle connections per host, so 64 workers would open and
@@ -235,7 +238,7 @@ func (c *Crewlet) bulk(ctx context.Context, worker int) error {
 }
 
 func (c *Crewlet) get(ctx context.Context, worker int, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURLs[worker%len(c.BaseURLs)], "/")+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, NodeOf(c.BaseURLs, c.First, worker)+path, nil)
 	if err != nil {
 		return nil, err
 	}

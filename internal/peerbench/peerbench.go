@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,15 @@ type Target interface {
 	// applied, a read refused) returns an error and is counted as failed.
 	Do(ctx context.Context, w Workload, worker, i int) error
 	Close()
+}
+
+// NodeOf is the base URL (no trailing slash) of the node of bases that
+// worker talks to: the workers take the nodes in turn from the first-th
+// (0-based), so worker 0, and with it every c=1 run, talks to that one.
+// The nodes keep their order, and with it their numbers in profiles and
+// in what the bench says of them.
+func NodeOf(bases []string, first, worker int) string {
+	return strings.TrimSuffix(bases[(first+worker)%len(bases)], "/")
 }
 
 // Workload is one kind of operation at one concurrency.

@@ -19,10 +19,12 @@ import (
 
 // Rqlite is an rqlite node or cluster over its HTTP API (/db/execute,
 // /db/query) at its default durability. With several base URLs, workers
-// spread over the nodes; a write sent to a follower is redirected by
-// rqlite itself, which the client follows.
+// spread over the nodes from First (NodeOf); a write sent to a follower is
+// redirected by rqlite itself, which the client follows.
 type Rqlite struct {
 	BaseURLs []string
+	// First is the index in BaseURLs of the first worker's node.
+	First int
 	// PIDs are the nodes' processes, where the bench started them.
 	PIDs []int
 	http *http.Client
@@ -203,7 +205,7 @@ func bulkStatuses(n int) (from, to string) {
 }
 
 func (r *Rqlite) base(worker int) string {
-	return strings.TrimSuffix(r.BaseURLs[worker%len(r.BaseURLs)], "/")
+	return NodeOf(r.BaseURLs, r.First, worker)
 }
 
 // execute sends stmts in one request to /db/execute, as one transaction
@@ -323,6 +325,9 @@ func RaftState(ctx context.Context, baseURL string) (string, error) {
 		return "", err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s/status answered %s", baseURL, resp.Status)
+	}
 	var st struct {
 		Store struct {
 			Raft struct {
