@@ -42,6 +42,9 @@ type Log struct {
 	comb *combiner
 	// barrierReads: LastSeq never answers (SetBarrierReads).
 	barrierReads atomic.Bool
+	// zeroMarks is what SetMarkedZeroWrites chose: marksAlways,
+	// marksNever, or zero (marks where the stream is replicated).
+	zeroMarks atomic.Int32
 	// replicatedAt is when (unix nanoseconds) LastSeq last found the
 	// stream replicated: its answer is not asked again for
 	// replicatedRecheck, so a linearizable read at three replicas costs
@@ -157,6 +160,12 @@ func (l *Log) Publish(ctx context.Context, subject string, data []byte, msgID st
 	if expectLast != nil {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expectLast))
 	}
+	return l.publishAlone(ctx, subject, data, opts)
+}
+
+// publishAlone makes one append with opts, held to this stream, and
+// classifies the broker's answer.
+func (l *Log) publishAlone(ctx context.Context, subject string, data []byte, opts []jetstream.PublishOpt) (statelog.PubAck, error) {
 	opts = append(opts, jetstream.WithExpectStream(l.name))
 	ack, err := l.js.Publish(ctx, subject, data, opts...)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {

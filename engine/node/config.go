@@ -68,6 +68,11 @@ type Config struct {
 	// where the log ends (statelog.EndReader): for the tests of barriers
 	// and benchmarks comparing the two in one run.
 	BarrierReads bool
+	// MarkedZeroWrites makes a write at an expectation of zero ride a
+	// creation mark even on a log of one replica, as it does on a
+	// replicated one (statelog's zeromark.go), rather than ask the
+	// stream's creation instant: for the tests of marks on a node of one.
+	MarkedZeroWrites bool
 	// GroupReaders keeps each reader of a replicated stream a group on
 	// the stream's replicas, as on an external broker, rather than one
 	// replica on the node's own embedded broker server (broker's

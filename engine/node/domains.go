@@ -58,6 +58,9 @@ func (n *Node) ensureStreams(ctx context.Context) error {
 		if cfg.BarrierReads {
 			l.SetBarrierReads(true)
 		}
+		if cfg.MarkedZeroWrites {
+			l.SetMarkedZeroWrites(true)
+		}
 		if n.broker.Server != nil {
 			l.SetVolume(cfg.Stream.StoreDir)
 			// A lone embedded broker's stream state is read in process

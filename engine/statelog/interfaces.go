@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
@@ -265,6 +266,12 @@ func SubjectPrefix(d engine.Domain) string { return "crewlet." + string(d) + "."
 // BarrierSubject is the subject a domain's linearizable reads append their
 // barrier records on.
 func BarrierSubject(d engine.Domain) string { return SubjectPrefix(d) + "barrier" }
+
+// barrierOnly reports whether subject carries barrier records alone: the
+// reads' barrier subject, or a creation mark's (zeromark.go).
+func barrierOnly(d engine.Domain, subject string) bool {
+	return subject == BarrierSubject(d) || strings.HasPrefix(subject, SubjectPrefix(d)+"mark.")
+}
 
 // Gate is an apply gate: a rule that makes a durable record apply nowhere
 // (an evicted writer's, a purged object's). The applier asks the

@@ -247,7 +247,6 @@ func (r *Replica) firstWrite(ctx context.Context, info LogInfo) (uint64, error) 
 	if info.LastSeq-max(info.FirstSeq, 1) >= maxFirstWriteScan {
 		return max(info.FirstSeq, 1), nil
 	}
-	barrier := BarrierSubject(r.domain)
 	for seq := max(info.FirstSeq, 1); seq <= info.LastSeq; seq++ {
 		m, err := r.cfg.Log.Get(ctx, seq)
 		if errors.Is(err, ErrNoMessage) {
@@ -256,7 +255,7 @@ func (r *Replica) firstWrite(ctx context.Context, info LogInfo) (uint64, error) 
 		if err != nil {
 			return 0, engine.Refuse(engine.CodeBrokerUnreachable, "the broker did not answer for record %d of %s (%v); nothing changed. Retry the reanchor.", seq, r.stream, err)
 		}
-		if m.Subject != barrier {
+		if !barrierOnly(r.domain, m.Subject) {
 			return seq, nil
 		}
 	}

@@ -217,6 +217,9 @@ type Replica struct {
 	// zero last read the stream's creation instant.
 	wrong wrongLogState
 	zero  zeroCheck
+	// marks are the creation marks writes at zero ride on a replicated
+	// log instead of asking (zeromark.go).
+	marks zeroMarks
 	// gens are the generations this node's rows entered (generations.go);
 	// strange the record that stopped the applier for a generation it
 	// never entered (reanchor.go).
@@ -592,6 +595,7 @@ func (r *Replica) OrdinaryCeiling(max int64) int64 { return OrdinaryCeiling(r.cf
 // which loses nothing: the batch was never committed or acknowledged.
 func (r *Replica) Close() {
 	r.closingOnce.Do(func() { close(r.closing) })
+	r.closeMarks()
 	r.life.Lock()
 	defer r.life.Unlock()
 	if r.sub == nil {

@@ -169,6 +169,7 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 	// monotonic clock, never the replica's (a test's) clock.
 	start := time.Now()
 	settled := false
+	markless := false // a creation mark was refused: this write asks
 	for round := 0; round < r.cfg.WriteRounds || time.Since(start) < r.cfg.WriteWait; round++ {
 		if round > 0 {
 			// The applier moved: the op's own first copy may be what it passed.
@@ -194,30 +195,70 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 		if err := r.coveredWrite(ctx, prop.Scope); err != nil {
 			return out, err
 		}
+		var slot *markSlot
 		if anchor == 0 {
-			began = time.Now()
-			err := r.zero.check(ctx, r.checkCreatedBeforeZero)
-			r.cfg.Metrics.WritePhase(metrics.PhaseCheck, time.Since(began))
-			if err != nil {
+			if slot, err = r.atZero(ctx, !markless); err != nil {
 				return out, err
 			}
 		}
 		data, err := r.encode(ctx, op, prop)
 		if err != nil {
+			r.putMark(slot, false)
 			return out, err
 		}
 		began = time.Now()
-		ack, err := r.publish(ctx, op, prop, data, anchor)
+		again := func() (PubAck, error) {
+			if slot.marked() {
+				return r.publishOnMark(ctx, op, prop, data, slot)
+			}
+			return r.publish(ctx, op, prop, data, anchor)
+		}
+		ack, err := again()
 		answered := time.Now()
 		r.cfg.Metrics.WritePhase(metrics.PhaseAppend, answered.Sub(began))
-		again := func() (PubAck, error) { return r.publish(ctx, op, prop, data, anchor) }
+		if r.markRefused(slot, err) {
+			// The broker stored nothing: ask the creation instant next round.
+			r.putMark(slot, false)
+			markless = true
+			continue
+		}
 		done, res, err := r.answerPublish(ctx, op, out, prop.Subject, ack, err, again)
+		r.putMark(slot, done && err == nil)
 		r.cfg.Metrics.WritePhase(metrics.PhaseSettle, time.Since(answered))
 		if done {
 			return res, err
 		}
 	}
 	return out, engine.Refuse(engine.CodeConflict, "other writes to the same object kept landing first for the whole write wait (%v); retry with op_id %s.", r.cfg.WriteWait, out.OpID)
+}
+
+// atZero readies a write at an expectation of zero: a slot whose
+// creation mark it rides (mayRide), or the stream's creation instant
+// asked and compared with the rows' (checkCreatedBeforeZero, coalesced),
+// in which case the slot it holds, if any, is unmarked.
+func (r *Replica) atZero(ctx context.Context, mayRide bool) (*markSlot, error) {
+	slot := r.takeMark()
+	if slot.marked() && mayRide {
+		return slot, nil
+	}
+	if slot != nil {
+		r.marks.mu.Lock()
+		r.marks.asked++
+		r.marks.mu.Unlock()
+	}
+	began := time.Now()
+	err := r.zero.check(ctx, r.checkCreatedBeforeZero)
+	r.cfg.Metrics.WritePhase(metrics.PhaseCheck, time.Since(began))
+	if err != nil {
+		r.putMark(slot, false)
+		return nil, err
+	}
+	if slot.marked() {
+		// Asked anyway (a mark was refused this write): the slot's mark
+		// goes with it, and is made again behind it.
+		slot.subject, slot.seq = "", 0
+	}
+	return slot, nil
 }
 
 // publish appends the proposal's record (data) under op with the anchor it was
