@@ -418,7 +418,8 @@ func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 // Each case first files as many creates as it has writers, so its slots
 // are marked before it is timed. µs/create is a writer's mean wait for an
 // applied create; cpu-µs/create is the process's, three nodes and their
-// brokers included.
+// brokers included; the phases are a write round's means (decide, check,
+// append, settle), as the bench's phase table gives them.
 //
 //	go test -tags integration -run '^$' -bench CreateAtZero -benchtime 400x ./engine/fleettest/
 func BenchmarkCreateAtZero(b *testing.B) {
@@ -444,6 +445,7 @@ func BenchmarkCreateAtZero(b *testing.B) {
 					byWorkers(workers, workers, create)
 					settleMarking(b, n)
 					before := n.Replica(engine.DomainTracker).Marks()
+					phases := fleetWritePhases(c)
 					b.ResetTimer()
 					t0 := time.Now()
 					perSec, failed, cpu, _ := byWorkers(b.N, workers, create)
@@ -454,6 +456,7 @@ func BenchmarkCreateAtZero(b *testing.B) {
 					b.ReportMetric(float64(cpu.Microseconds()), "cpu-µs/create")
 					b.ReportMetric(float64(after.Rode-before.Rode)/float64(b.N), "rode/create")
 					b.ReportMetric(float64(failed), "not-applied")
+					enginetest.ReportWritePhases(b, phases, fleetWritePhases(c))
 				})
 			}
 		}
