@@ -281,21 +281,32 @@ func (r *Replica) verifiedBeforeApply(ctx context.Context, cp Checkpoint) error 
 // recreated stream, and this check runs before every create, coalesced
 // (zeroCheck), where that request was half of each one's wait at c=64.
 func (r *Replica) checkCreatedBeforeZero(ctx context.Context) error {
+	// Unanswered: the append's own answer says what it can.
+	_, _, err := r.judgeCreated(ctx)
+	return err
+}
+
+// judgeCreated asks the stream's creation instant and compares it with
+// the one the rows are keyed to (keyed, zero before the rows are keyed
+// to any), refusing wrong_stream where they differ: the verdict is
+// recorded and the applier stopped, once. answered is false, with no
+// error, where the broker did not answer.
+func (r *Replica) judgeCreated(ctx context.Context) (keyed time.Time, answered bool, err error) {
 	cp, err := r.Checkpoint(ctx)
 	if err != nil {
-		return err
+		return time.Time{}, false, err
 	}
 	info, err := r.cfg.Log.Info(ctx)
 	if err != nil {
-		return nil // unanswered: the append's own answer says what it can
+		return cp.StreamCreatedAt, false, nil
 	}
 	if v := r.recreated(cp, info); v != nil {
 		if r.setWrongLog(v, cp) && r.sub != nil {
 			go r.sub.Stop()
 		}
-		return wrongStream(r.stream, v.Why)
+		return cp.StreamCreatedAt, true, wrongStream(r.stream, v.Why)
 	}
-	return nil
+	return cp.StreamCreatedAt, true, nil
 }
 
 // wrongStream is the refusal of a domain whose log is not its rows' log.

@@ -204,29 +204,20 @@ func (r *Replica) mark(s *markSlot) {
 	r.marks.mu.Unlock()
 }
 
-// createdAsKeyed asks the stream's creation instant and compares it with
-// the one the rows are keyed to, refusing wrong_stream (and stopping the
-// applier, once) where they differ. An instant that cannot be read or
-// compared is an error: no mark is made from it.
+// createdAsKeyed is judgeCreated for a mark: the rows' creation instant
+// where the broker answered with it, else an error (no mark is made
+// from an instant that was not compared).
 func (r *Replica) createdAsKeyed(ctx context.Context) (time.Time, error) {
-	cp, err := r.Checkpoint(ctx)
-	if err != nil {
+	keyed, answered, err := r.judgeCreated(ctx)
+	switch {
+	case err != nil:
 		return time.Time{}, err
-	}
-	if cp.StreamCreatedAt.IsZero() {
+	case !answered:
+		return time.Time{}, errors.New("statelog: the broker did not answer the stream's creation instant")
+	case keyed.IsZero():
 		return time.Time{}, errors.New("statelog: the rows are keyed to no creation instant yet")
 	}
-	info, err := r.cfg.Log.Info(ctx)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if v := r.recreated(cp, info); v != nil {
-		if r.setWrongLog(v, cp) && r.sub != nil {
-			go r.sub.Stop()
-		}
-		return time.Time{}, wrongStream(r.stream, v.Why)
-	}
-	return cp.StreamCreatedAt, nil
+	return keyed, nil
 }
 
 // publishOnMark appends a write at zero held to its slot's mark.
