@@ -13,8 +13,8 @@ var _ statelog.MarkingLog = (*Log)(nil)
 // MarksZeroWrites says whether a write at an expectation of zero rides a
 // creation mark (statelog.MarkingLog) rather than ask the stream's
 // creation instant first: where the stream is replicated, that question
-// is a request answered by the stream's leader, about 450 µs of a
-// create's wait and 600 µs of the brokers' CPU at three replicas
+// is a request answered by the stream's leader, 165–454 µs of a
+// create's wait and 228–598 µs of the brokers' CPU at three replicas
 // (BenchmarkZeroCheck). At one replica the instant is read from the
 // server in process (about 11 µs, SetLocalServer), and the combiner
 // batches appends held to their own subjects, so there a write at zero

@@ -20,8 +20,8 @@ import (
 // The seeds have every such write find a recreated stream "from the
 // broker's own creation instant" (checkCreatedBeforeZero). On a
 // replicated stream that question is a request answered by the stream's
-// leader before every create: at three replicas about 450 µs of its wait
-// and 600 µs of the brokers' CPU (BenchmarkZeroCheck). A mark folds it
+// leader before every create: at three replicas 165–454 µs of its wait
+// and 228–598 µs of the brokers' CPU (BenchmarkZeroCheck). A mark folds it
 // into the append. It is a barrier record (version 1, which every build
 // applies as nothing) on a subject of this node's own, named by the
 // creation instant it was checked under; a write at zero then appends
@@ -41,7 +41,7 @@ import (
 // clustered leader lets one append expecting a given subject be in
 // flight, refusing the others (expectedPerSubjectInProcess), so one mark
 // shared by concurrent creates would serialise them (BenchmarkZeroCheck's
-// fold=shared: 36 refusals a create at 16 writers). A replica keeps up
+// fold=shared: 29–36 refusals a create at 16 writers). A replica keeps up
 // to maxMarks; past them, a write at zero asks. A write that takes an
 // unmarked slot asks too, and the slot is marked behind it.
 //
