@@ -24,6 +24,7 @@ import (
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
 // Benchmarks on a three-node R3 cluster on loopback:
@@ -419,7 +420,11 @@ func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 // are marked before it is timed. µs/create is a writer's mean wait for an
 // applied create; cpu-µs/create is the process's, three nodes and their
 // brokers included; the phases are a write round's means (decide, check,
-// append, settle), as the bench's phase table gives them.
+// append, settle), as the bench's phase table gives them. Beside them,
+// c=1/bare is a create's append alone on the same cluster: a record of
+// the size of a create's (record-bytes), on a new subject of a stream of three
+// replicas led where the tracker's is, with its message id and an
+// expectation of zero, through the same node's connection.
 //
 //	go test -tags integration -run '^$' -bench CreateAtZero -benchtime 400x ./engine/fleettest/
 func BenchmarkCreateAtZero(b *testing.B) {
@@ -435,6 +440,7 @@ func BenchmarkCreateAtZero(b *testing.B) {
 		r, err := n.Tracker().CreateWorkItem(wctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "BEN", Title: "a create"})
 		return err == nil && r.Outcome == engine.Applied
 	}
+	bare := bareAppends(b, c, n)
 	for round := 0; round < 2; round++ {
 		for _, workers := range []int{1, 16} {
 			// The order alternates: the log grows, and a later case
@@ -460,6 +466,7 @@ func BenchmarkCreateAtZero(b *testing.B) {
 				})
 			}
 		}
+		b.Run("c=1/bare", bare)
 	}
 }
 
@@ -467,5 +474,40 @@ func BenchmarkCreateAtZero(b *testing.B) {
 func settleMarking(b *testing.B, n *node.Node) {
 	for n.Replica(engine.DomainTracker).Marks().Marking > 0 {
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// bareAppends is BenchmarkCreateAtZero's c=1/bare case on c, through n.
+func bareAppends(b *testing.B, c *fleettest.Cluster, n *node.Node) func(b *testing.B) {
+	ctx := context.Background()
+	js := n.Broker().JS
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BAREZERO", Subjects: []string{"barezero.>"}, Storage: jetstream.FileStorage, Replicas: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	leadBy(b, n, "BAREZERO", s.CachedInfo().Cluster.Leader, trackerLeader(b, c))
+	var seq atomic.Int64
+	return func(b *testing.B) {
+		w, err := n.Tracker().CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "BEN", Title: "a create"})
+		if err != nil || w.Item == nil {
+			b.Fatal(err)
+		}
+		rec, err := n.Log(engine.DomainTracker).LastOnSubject(ctx, trackrec.ItemSubject(w.Item.ID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		payload := make([]byte, len(rec.Data))
+		b.ResetTimer()
+		t0 := time.Now()
+		for i := 0; i < b.N; i++ {
+			k := seq.Add(1)
+			if _, err := js.Publish(ctx, fmt.Sprintf("barezero.item.%d", k), payload, jetstream.WithMsgID(fmt.Sprintf("op-%d", k)),
+				jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(b.N), "µs/append")
+		b.ReportMetric(float64(len(payload)), "record-bytes")
 	}
 }
