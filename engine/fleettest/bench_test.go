@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/crewlet/crewlet/engine/fleettest"
 	"github.com/crewlet/crewlet/engine/metrics"
 	"github.com/crewlet/crewlet/engine/node"
+	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker"
@@ -424,7 +426,9 @@ func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 // c=1/bare is a create's append alone on the same cluster: a record of
 // the size of a create's (record-bytes), on a new subject of a stream of three
 // replicas led where the tracker's is, with its message id and an
-// expectation of zero, through the same node's connection.
+// expectation of zero, through the same node's connection; c=1/barrier=…
+// is the same shape of append onto the tracker's own log, which every
+// node's applier consumes (trackerBarriers).
 //
 //	go test -tags integration -run '^$' -bench CreateAtZero -benchtime 400x ./engine/fleettest/
 func BenchmarkCreateAtZero(b *testing.B) {
@@ -441,6 +445,9 @@ func BenchmarkCreateAtZero(b *testing.B) {
 		return err == nil && r.Outcome == engine.Applied
 	}
 	bare := bareAppends(b, c, n)
+	// Made once: their message ids count on across rounds, as the
+	// broker's duplicate window would answer one used again at once.
+	markBarriers, readBarriers := trackerBarriers(b, n, "mark"), trackerBarriers(b, n, "barrier")
 	for round := 0; round < 2; round++ {
 		for _, workers := range []int{1, 16} {
 			// The order alternates: the log grows, and a later case
@@ -467,6 +474,8 @@ func BenchmarkCreateAtZero(b *testing.B) {
 			}
 		}
 		b.Run("c=1/bare", bare)
+		b.Run("c=1/barrier=mark", markBarriers)
+		b.Run("c=1/barrier=barrier", readBarriers)
 	}
 }
 
@@ -509,5 +518,41 @@ func bareAppends(b *testing.B, c *fleettest.Cluster, n *node.Node) func(b *testi
 		b.StopTimer()
 		b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(b.N), "µs/append")
 		b.ReportMetric(float64(len(payload)), "record-bytes")
+	}
+}
+
+// trackerBarriers is BenchmarkCreateAtZero's c=1/barrier cases: a
+// barrier record padded to a create's size appended to the tracker's own
+// log through n's Log, on a new subject each with its message id and an
+// expectation of zero (subject "mark": every node's applier commits its
+// checkpoint for it, as for a create), or on the reads' barrier subject
+// with neither (subject "barrier": the appliers pass it without a
+// transaction).
+func trackerBarriers(b *testing.B, n *node.Node, on string) func(b *testing.B) {
+	ctx := context.Background()
+	var seq atomic.Int64
+	return func(b *testing.B) {
+		l := n.Log(engine.DomainTracker)
+		rec := &record.Record{Kind: record.KindBarrier, Version: 1, Writer: n.Name(), Generation: n.Replica(engine.DomainTracker).Generation(),
+			Subject: statelog.BarrierSubject(engine.DomainTracker), Payload: json.RawMessage(`"` + strings.Repeat("x", 300) + `"`)}
+		data, err := record.Encode(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		t0 := time.Now()
+		for i := 0; i < b.N; i++ {
+			k := seq.Add(1)
+			subject, id, zero := statelog.BarrierSubject(engine.DomainTracker), "", (*uint64)(nil)
+			if on == "mark" {
+				subject, id, zero = fmt.Sprintf("%smark.bench.%d", statelog.SubjectPrefix(engine.DomainTracker), k), fmt.Sprintf("bench-%d", k), new(uint64)
+			}
+			if _, err := l.Publish(ctx, subject, data, id, zero); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(b.N), "µs/append")
+		b.ReportMetric(float64(len(data)), "record-bytes")
 	}
 }
