@@ -126,10 +126,18 @@ func childKilledBeforeCommit() {
 
 // TestRetryAfterDuplicateWindow: the broker no longer collapses the id, so
 // only the ledger can; the retry is answered at the first position and
-// publishes nothing.
+// publishes nothing. So too where the create rides a creation mark
+// rather than an expectation of zero on its own subject (marks=true: what
+// a replicated log does).
 func TestRetryAfterDuplicateWindow(t *testing.T) {
+	for _, marks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("marks=%v", marks), func(t *testing.T) { retryAfterDuplicateWindow(t, marks) })
+	}
+}
+
+func retryAfterDuplicateWindow(t *testing.T, marks bool) {
 	ctx := context.Background()
-	n := enginetest.OpenNode(t, node.Config{Stream: node.StreamConfig{DuplicateWindow: 200 * time.Millisecond}})
+	n := enginetest.OpenNode(t, node.Config{Stream: node.StreamConfig{DuplicateWindow: 200 * time.Millisecond}, MarkedZeroWrites: marks})
 	svc := n.Tracker()
 	mustProject(t, svc, "ENG")
 	first, err := svc.CreateWorkItem(ctx, engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: "once"})

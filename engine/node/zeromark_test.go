@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +142,46 @@ func TestMarkSubjectIsOneToken(t *testing.T) {
 	got := statelog.MarkSubject(engine.DomainTracker, at, "a.b c", 3)
 	if strings.Count(got, ".") != 5 || strings.Contains(got, " ") {
 		t.Fatalf("MarkSubject of a dotted node = %q, want six tokens", got)
+	}
+}
+
+// TestConcurrentCreatesRideMarks: 16 writers filing creates at once each
+// hold a mark of their own (a slot), so none is refused for its mark;
+// every create applies once, and the marks made stay within a replica's
+// 64 slots (a writer whose last slot is still being marked takes another,
+// so there may be more slots than writers).
+func TestConcurrentCreatesRideMarks(t *testing.T) {
+	n := markedNode(t)
+	const writers, each = 16, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				r, err := n.Tracker().CreateWorkItem(context.Background(), engine.WriteOptions{}, tracker.NewWorkItem{Project: "ENG", Title: fmt.Sprintf("w%d-%d", w, i)})
+				if err == nil && r.Outcome != engine.Applied {
+					err = fmt.Errorf("outcome %s", r.Outcome)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mc := marksSettled(t, n, 1)
+	if mc.Refused != 0 || mc.Made > 64 || mc.Rode == 0 {
+		t.Fatalf("marks %+v after %d concurrent creates: want none refused, at most 64 made, some ridden", mc, writers*each)
+	}
+	items, err := n.Tracker().ListWorkItems(context.Background(), engine.ReadOptions{}, tracker.ListFilter{Project: "ENG", Limit: 200})
+	if err != nil || len(items.Items) != 1+writers*each {
+		t.Fatalf("ENG lists %d items (%v), want %d", len(items.Items), err, 1+writers*each)
 	}
 }
