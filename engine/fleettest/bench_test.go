@@ -428,7 +428,10 @@ func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 // replicas led where the tracker's is, with its message id and an
 // expectation of zero, through the same node's connection; c=1/barrier=…
 // is the same shape of append onto the tracker's own log, which every
-// node's applier consumes (trackerBarriers).
+// node's applier consumes (trackerBarriers), the /gap=1ms one pausing a
+// millisecond before each (as a create's other phases leave the brokers
+// idle between appends); c=1/marks=true/quiet files each create only once
+// every node has applied the last (quietCreates).
 //
 //	go test -tags integration -run '^$' -bench CreateAtZero -benchtime 400x ./engine/fleettest/
 func BenchmarkCreateAtZero(b *testing.B) {
@@ -447,7 +450,8 @@ func BenchmarkCreateAtZero(b *testing.B) {
 	bare := bareAppends(b, c, n)
 	// Made once: their message ids count on across rounds, as the
 	// broker's duplicate window would answer one used again at once.
-	markBarriers, readBarriers := trackerBarriers(b, n, "mark"), trackerBarriers(b, n, "barrier")
+	markBarriers, readBarriers := trackerBarriers(b, n, "mark", 0), trackerBarriers(b, n, "barrier", 0)
+	gappedMarks := trackerBarriers(b, n, "mark", time.Millisecond)
 	for round := 0; round < 2; round++ {
 		for _, workers := range []int{1, 16} {
 			// The order alternates: the log grows, and a later case
@@ -476,6 +480,8 @@ func BenchmarkCreateAtZero(b *testing.B) {
 		b.Run("c=1/bare", bare)
 		b.Run("c=1/barrier=mark", markBarriers)
 		b.Run("c=1/barrier=barrier", readBarriers)
+		b.Run("c=1/barrier=mark/gap=1ms", gappedMarks)
+		b.Run("c=1/marks=true/quiet", func(b *testing.B) { quietCreates(b, c, n, create) })
 	}
 }
 
@@ -528,7 +534,7 @@ func bareAppends(b *testing.B, c *fleettest.Cluster, n *node.Node) func(b *testi
 // checkpoint for it, as for a create), or on the reads' barrier subject
 // with neither (subject "barrier": the appliers pass it without a
 // transaction).
-func trackerBarriers(b *testing.B, n *node.Node, on string) func(b *testing.B) {
+func trackerBarriers(b *testing.B, n *node.Node, on string, gap time.Duration) func(b *testing.B) {
 	ctx := context.Background()
 	var seq atomic.Int64
 	return func(b *testing.B) {
@@ -540,19 +546,58 @@ func trackerBarriers(b *testing.B, n *node.Node, on string) func(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
-		t0 := time.Now()
+		var took time.Duration
 		for i := 0; i < b.N; i++ {
+			if gap > 0 {
+				time.Sleep(gap)
+			}
 			k := seq.Add(1)
 			subject, id, zero := statelog.BarrierSubject(engine.DomainTracker), "", (*uint64)(nil)
 			if on == "mark" {
-				subject, id, zero = fmt.Sprintf("%smark.bench.%d", statelog.SubjectPrefix(engine.DomainTracker), k), fmt.Sprintf("bench-%d", k), new(uint64)
+				// Each case's own subjects and ids: one the duplicate
+				// window still holds would be answered at once.
+				subject = fmt.Sprintf("%smark.bench.g%d.%d", statelog.SubjectPrefix(engine.DomainTracker), gap.Microseconds(), k)
+				id, zero = fmt.Sprintf("bench-g%d-%d", gap.Microseconds(), k), new(uint64)
 			}
+			t0 := time.Now()
 			if _, err := l.Publish(ctx, subject, data, id, zero); err != nil {
 				b.Fatal(err)
 			}
+			took += time.Since(t0)
 		}
 		b.StopTimer()
-		b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(b.N), "µs/append")
+		b.ReportMetric(float64(took.Microseconds())/float64(b.N), "µs/append")
 		b.ReportMetric(float64(len(data)), "record-bytes")
 	}
+}
+
+// quietCreates is BenchmarkCreateAtZero's c=1/marks=true/quiet case: one
+// create at a time through n, each filed only once every node of c has
+// applied the one before, so no applier runs while it appends. Its
+// phases (append above all) beside c=1/marks=true's say how much of a
+// create's append is the other nodes' appliers sharing the cores.
+func quietCreates(b *testing.B, c *fleettest.Cluster, n *node.Node, create func(int) bool) {
+	ctx := context.Background()
+	n.Log(engine.DomainTracker).SetMarkedZeroWrites(true)
+	quiet := func() {
+		target := n.Replica(engine.DomainTracker).Applied()
+		for i := 0; i < c.Size(); i++ {
+			if err := c.Node(i).Replica(engine.DomainTracker).WaitApplied(ctx, target); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	create(0)
+	settleMarking(b, n)
+	quiet()
+	phases := fleetWritePhases(c)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !create(0) {
+			b.Fatal("a create did not apply")
+		}
+		quiet()
+	}
+	b.StopTimer()
+	enginetest.ReportWritePhases(b, phases, fleetWritePhases(c))
 }
