@@ -5,7 +5,8 @@
 // changes a ceiling — checked for the default persist mode), what the
 // broker can grant them and the volume's room, and the statelog.Log each
 // domain publishes to (concurrent appends on a one-replica stream combined
-// into atomic batches, combine.go) and reads from through a durable
+// into atomic batches, combine.go; an append held to another subject's
+// last record, a creation mark's, marks.go) and reads from through a durable
 // consumer named after the node: on a fleet of embedded brokers one
 // replica on the node's own broker server (place.go), otherwise a group
 // whose lead the node keeps on its own server (lead.go). A request that may go unanswered (sent while a

@@ -177,6 +177,7 @@ func TestConcurrentCreatesRideMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := marksSettled(t, n, 1)
+	t.Logf("marks after %d creates by %d writers: %+v", writers*each, writers, mc)
 	if mc.Refused != 0 || mc.Made > 64 || mc.Rode == 0 {
 		t.Fatalf("marks %+v after %d concurrent creates: want none refused, at most 64 made, some ridden", mc, writers*each)
 	}

@@ -146,12 +146,25 @@ func (g *barrierGroup) handOn() *barrierCall {
 	return c
 }
 
+// appendBarrier appends a barrier on the domain's barrier subject,
+// counted as a read's.
 func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {
+	seq, err := r.appendBarrierOn(ctx, BarrierSubject(r.domain))
+	if err == nil {
+		r.barriers.appends.Add(1)
+	}
+	return seq, err
+}
+
+// appendBarrierOn appends a barrier record (version 1 for good: every
+// build applies it as nothing) on subject: the reads' barrier subject,
+// or a creation mark's (zeromark.go).
+func (r *Replica) appendBarrierOn(ctx context.Context, subject string) (uint64, error) {
 	if !r.cfg.Publishing {
 		return 0, errNotPublishing
 	}
 	rec := &record.Record{Kind: record.KindBarrier, Version: 1, Writer: r.cfg.Node,
-		Generation: r.generation(), Subject: BarrierSubject(r.domain)}
+		Generation: r.generation(), Subject: subject}
 	if err := rec.Validate(); err != nil {
 		return 0, err
 	}
@@ -167,7 +180,6 @@ func (r *Replica) appendBarrier(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.barriers.appends.Add(1)
 	r.noteLogEnd(ack.Seq)
 	return ack.Seq, nil
 }

@@ -51,6 +51,7 @@ var scriptCommands = map[string]func(h *harness, t *testing.T, td *datadriven.Te
 	"fail-commit":      (*harness).applyFault,
 	"append":           (*harness).appendRecord,
 	"append-gate":      (*harness).appendGate,
+	"append-mark":      (*harness).appendMark,
 	"sweep":            (*harness).sweep,
 	"floor":            (*harness).floor,
 	"forget":           (*harness).forget,
@@ -671,6 +672,30 @@ func (h *harness) appendGate(t *testing.T, td *datadriven.TestData, say func(str
 		return err
 	}
 	ack, err := h.stream.Log("n9").Publish(context.Background(), statelog.NodeGateSubject(kvName), data, "", nil)
+	if err != nil {
+		return err
+	}
+	say("appended at %d", ack.Seq)
+	return nil
+}
+
+// appendMark puts a creation mark of writer's on the log by hand, as the
+// build that makes marks writes it (statelog's zeromark.go): a barrier
+// record at version 1 on the mark's subject, named by the stream's
+// creation instant.
+func (h *harness) appendMark(t *testing.T, td *datadriven.TestData, say func(string, ...any)) error {
+	writer := "n9"
+	td.MaybeScanArgs(t, "writer", &writer)
+	info, err := h.stream.Log(writer).Info(context.Background())
+	if err != nil {
+		return err
+	}
+	subject := statelog.MarkSubject(kvName, info.Created, writer, 1)
+	data, err := record.Encode(&record.Record{Kind: record.KindBarrier, Version: 1, Writer: writer, Generation: 1, Subject: subject})
+	if err != nil {
+		return err
+	}
+	ack, err := h.stream.Log(writer).Publish(context.Background(), subject, data, "", nil)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,9 @@
 // transaction's records and write them at its end, Held), runs the
 // write path (decide against local rows, a refusal
 // from them settled at the log's end, publish with the op id and the
-// subject's anchor, wait for this node's own apply; each round's phases
-// timed on the domain's metrics) and the read path
+// subject's anchor — a create on a replicated log held to a creation
+// mark of this node's instead, zeromark.go —, wait for this node's own
+// apply; each round's phases timed on the domain's metrics) and the read path
 // (barrier reads for linearizable, waits for session). A gesture of
 // several records is a Walk; the node gates (evict, readmit) walk every
 // log beside the eviction gate they drive. It declares the Log it

@@ -270,7 +270,7 @@ func BarrierSubject(d engine.Domain) string { return SubjectPrefix(d) + "barrier
 // barrierOnly reports whether subject carries barrier records alone: the
 // reads' barrier subject, or a creation mark's (zeromark.go).
 func barrierOnly(d engine.Domain, subject string) bool {
-	return subject == BarrierSubject(d) || strings.HasPrefix(subject, SubjectPrefix(d)+"mark.")
+	return subject == BarrierSubject(d) || strings.HasPrefix(subject, SubjectPrefix(d)+markToken)
 }
 
 // Gate is an apply gate: a rule that makes a durable record apply nowhere

@@ -207,12 +207,7 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 			return out, err
 		}
 		began = time.Now()
-		again := func() (PubAck, error) {
-			if slot.marked() {
-				return r.publishOnMark(ctx, op, prop, data, slot)
-			}
-			return r.publish(ctx, op, prop, data, anchor)
-		}
+		again := func() (PubAck, error) { return r.publish(ctx, op, prop, data, anchor, slot) }
 		ack, err := again()
 		answered := time.Now()
 		r.cfg.Metrics.WritePhase(metrics.PhaseAppend, answered.Sub(began))
@@ -233,18 +228,22 @@ func (r *Replica) rounds(ctx context.Context, op Op, out Written, decide Decide)
 }
 
 // atZero readies a write at an expectation of zero: a slot whose
-// creation mark it rides (mayRide), or the stream's creation instant
-// asked and compared with the rows' (checkCreatedBeforeZero, coalesced),
-// in which case the slot it holds, if any, is unmarked.
+// creation mark it rides, or the stream's creation instant asked and
+// compared with the rows' (checkCreatedBeforeZero, coalesced) — with the
+// unmarked slot it took, if any, to be marked behind it. A write whose
+// mark was refused (mayRide false) asks; a marked slot it takes then is
+// left for another write to ride.
 func (r *Replica) atZero(ctx context.Context, mayRide bool) (*markSlot, error) {
-	slot := r.takeMark()
-	if slot.marked() && mayRide {
-		return slot, nil
+	slot, marking := r.takeMark()
+	if slot.marked() {
+		if mayRide {
+			return slot, nil
+		}
+		r.freeMark(slot)
+		slot = nil
 	}
-	if slot != nil {
-		r.marks.mu.Lock()
-		r.marks.asked++
-		r.marks.mu.Unlock()
+	if marking {
+		r.marks.asked.Add(1)
 	}
 	began := time.Now()
 	err := r.zero.check(ctx, r.checkCreatedBeforeZero)
@@ -253,19 +252,15 @@ func (r *Replica) atZero(ctx context.Context, mayRide bool) (*markSlot, error) {
 		r.putMark(slot, false)
 		return nil, err
 	}
-	if slot.marked() {
-		// Asked anyway (a mark was refused this write): the slot's mark
-		// goes with it, and is made again behind it.
-		slot.subject, slot.seq = "", 0
-	}
 	return slot, nil
 }
 
-// publish appends the proposal's record (data) under op with the anchor it was
-// decided against as the expected last subject sequence, after the
+// publish appends the proposal's record (data) under op, after the
 // ordinary ceiling's check (a write past it would spend the gate
-// records' reserve).
-func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byte, anchor uint64) (PubAck, error) {
+// records' reserve): held to the anchor it was decided against as the
+// expected last subject sequence, or, where it rides a creation mark
+// (slot, zeromark.go), to the mark being the last record on its subject.
+func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byte, anchor uint64, slot *markSlot) (PubAck, error) {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
 	if !isNodeGate(prop.Kind) {
@@ -275,6 +270,10 @@ func (r *Replica) publish(ctx context.Context, op Op, prop *Proposal, data []byt
 	}
 	r.appends.begin()
 	defer r.appends.end()
+	if slot.marked() {
+		r.marks.rode.Add(1)
+		return r.cfg.Log.(MarkingLog).PublishOnMark(pctx, prop.Subject, data, op.ID.String(), slot.subject, slot.seq)
+	}
 	return r.cfg.Log.Publish(pctx, prop.Subject, data, op.ID.String(), &anchor)
 }
 

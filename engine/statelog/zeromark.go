@@ -7,10 +7,10 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewlet/crewlet/engine"
-	"github.com/crewlet/crewlet/engine/record"
 )
 
 // Creation marks: how a write at an expectation of zero (a create, whose
@@ -90,15 +90,16 @@ type zeroMarks struct {
 	// marked, rode, refused, asked and inFlight count the marks made, the
 	// appends that rode one, those the broker refused for it, the writes
 	// at zero that asked instead and the markings under way (MarkCounts).
-	marked, rode, refused, asked, inFlight int64
+	marked, rode, refused, asked, inFlight atomic.Int64
 }
 
-// takeMark takes a slot for a write at zero: nil where the log makes no
-// marks or every slot is held.
-func (r *Replica) takeMark() *markSlot {
+// takeMark takes a slot for a write at zero, and says whether the log
+// makes marks at all: the slot is nil where it does not, or where every
+// slot is held.
+func (r *Replica) takeMark() (*markSlot, bool) {
 	ml, ok := r.cfg.Log.(MarkingLog)
 	if !ok || !ml.MarksZeroWrites() {
-		return nil
+		return nil, false
 	}
 	m := &r.marks
 	m.mu.Lock()
@@ -106,13 +107,13 @@ func (r *Replica) takeMark() *markSlot {
 	if n := len(m.free); n > 0 {
 		s := m.free[n-1]
 		m.free = m.free[:n-1]
-		return s
+		return s, true
 	}
 	if m.slots == maxMarks {
-		return nil
+		return nil, true
 	}
 	m.slots++
-	return &markSlot{n: m.slots}
+	return &markSlot{n: m.slots}, true
 }
 
 // putMark gives a write's slot back. An unmarked slot given back by a
@@ -127,21 +128,19 @@ func (r *Replica) putMark(s *markSlot, landed bool) {
 	mark := !s.marked() && landed && !m.closed
 	if mark {
 		m.marking.Add(1) // under mu, before closeMarks's Wait
-		m.inFlight++
+		m.inFlight.Add(1)
 	}
 	m.mu.Unlock()
-	if mark {
-		go func() {
-			defer r.marks.marking.Done()
-			r.mark(s)
-			m.mu.Lock()
-			m.inFlight--
-			m.free = append(m.free, s)
-			m.mu.Unlock()
-		}()
+	if !mark {
+		r.freeMark(s)
 		return
 	}
-	r.freeMark(s)
+	go func() {
+		defer m.marking.Done()
+		r.mark(s)
+		r.freeMark(s)
+		m.inFlight.Add(-1)
+	}()
 }
 
 // closeMarks stops the marking (the replica is closing) and waits for
@@ -182,26 +181,18 @@ func (r *Replica) mark(s *markSlot) {
 		return
 	}
 	subject := MarkSubject(r.domain, keyed, r.cfg.Node, s.n)
-	rec := &record.Record{Kind: record.KindBarrier, Version: 1, Writer: r.cfg.Node, Generation: r.generation(), Subject: subject}
-	data, err := record.Encode(rec)
-	if err != nil || rec.Validate() != nil {
-		return
-	}
-	if err := r.room(ctx, storedSize(subject, "", len(data))); err != nil {
-		return
-	}
-	ack, err := r.cfg.Log.Publish(ctx, subject, data, "", nil)
+	seq, err := r.appendBarrierOn(ctx, subject)
 	if err != nil {
 		return
 	}
-	r.noteLogEnd(ack.Seq)
+	// Asked again after the mark's answer: the broker's instant must still
+	// be the rows' (judgeCreated compares them), and the rows still keyed
+	// to the instant the subject names (no reanchor in between).
 	if again, err := r.createdAsKeyed(ctx); err != nil || !again.Equal(keyed) {
 		return
 	}
-	s.subject, s.seq = subject, ack.Seq
-	r.marks.mu.Lock()
-	r.marks.marked++
-	r.marks.mu.Unlock()
+	s.subject, s.seq = subject, seq
+	r.marks.marked.Add(1)
 }
 
 // createdAsKeyed is judgeCreated for a mark: the rows' creation instant
@@ -220,21 +211,6 @@ func (r *Replica) createdAsKeyed(ctx context.Context) (time.Time, error) {
 	return keyed, nil
 }
 
-// publishOnMark appends a write at zero held to its slot's mark.
-func (r *Replica) publishOnMark(ctx context.Context, op Op, prop *Proposal, data []byte, s *markSlot) (PubAck, error) {
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
-	defer cancel()
-	if err := r.room(pctx, storedSize(prop.Subject, op.ID.String(), len(data))); err != nil {
-		return PubAck{}, err
-	}
-	r.appends.begin()
-	defer r.appends.end()
-	r.marks.mu.Lock()
-	r.marks.rode++
-	r.marks.mu.Unlock()
-	return r.cfg.Log.(MarkingLog).PublishOnMark(pctx, prop.Subject, data, op.ID.String(), s.subject, s.seq)
-}
-
 // markRefused reports whether err is the broker refusing an append held
 // to s's mark (the mark not the last on its subject, or another append
 // held to it in flight), and if so unmarks s: the write asks this round.
@@ -244,9 +220,9 @@ func (r *Replica) markRefused(s *markSlot, err error) bool {
 		return false
 	}
 	s.subject, s.seq = "", 0
+	r.marks.refused.Add(1)
 	r.marks.mu.Lock()
 	defer r.marks.mu.Unlock()
-	r.marks.refused++
 	// A trim passes the oldest marks first, and a recreated stream holds
 	// none: the free ones are made again too, each behind a write that asks.
 	for _, f := range r.marks.free {
@@ -267,15 +243,17 @@ type MarkCounts struct {
 // Marks counts this replica's creation marks.
 func (r *Replica) Marks() MarkCounts {
 	m := &r.marks
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return MarkCounts{Made: m.marked, Rode: m.rode, Refused: m.refused, Asked: m.asked, Marking: m.inFlight}
+	return MarkCounts{Made: m.marked.Load(), Rode: m.rode.Load(), Refused: m.refused.Load(), Asked: m.asked.Load(), Marking: m.inFlight.Load()}
 }
+
+// markToken begins every creation mark's subject after the domain's
+// prefix (barrierOnly tells them by it).
+const markToken = "mark."
 
 // MarkSubject is the subject of node's n-th creation mark on domain's
 // log, under the stream created at keyed: <prefix>mark.<instant>.<node>.<n>.
 func MarkSubject(d engine.Domain, keyed time.Time, node string, n int) string {
-	return fmt.Sprintf("%smark.%d.%s.%d", SubjectPrefix(d), keyed.UnixNano(), subjectToken(node), n)
+	return fmt.Sprintf("%s%s%d.%s.%d", SubjectPrefix(d), markToken, keyed.UnixNano(), subjectToken(node), n)
 }
 
 // subjectToken is node as one subject token: as it is where it is one,
