@@ -136,7 +136,7 @@ func (a *apply) owed(rec *record.Record) error {
 	if err := a.writeDue(rec); err != nil {
 		return err
 	}
-	if a.hist.rows() > a.histFrom {
+	if a.hist.rows() > a.histFrom || a.histWritten > 0 {
 		return a.recordBy(rec.By)
 	}
 	return nil
@@ -167,6 +167,9 @@ type apply struct {
 	held     *heldRows
 	creating bool
 	histFrom int // the rows hist held before this record
+	// histWritten counts the history rows written by statements of
+	// their own rather than through hist (bulkBySet).
+	histWritten int
 	// ownProject is the project the record is about, if it is one's.
 	ownProject string
 	hist       *rowBuffer

@@ -186,6 +186,9 @@ func (a *apply) preloadRows(query string, args ...any) error {
 }
 
 func (a *apply) bulk(b *trackrec.BulkUpdate) error {
+	if bySet(b) {
+		return a.bulkBySet(b)
+	}
 	a.ownProject = b.Project
 	if err := a.preload(b.Items); err != nil {
 		return err

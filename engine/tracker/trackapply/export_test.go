@@ -8,3 +8,17 @@ func TraceStatements(trace func(head string, rows int)) (undo func()) {
 	traceStatement = trace
 	return func() { traceStatement = nil }
 }
+
+// RowBulk makes every bulk record take the row-by-row apply until the
+// returned func undoes it; the same caveat as TraceStatements holds.
+func RowBulk() (undo func()) {
+	rowBulk = true
+	return func() { rowBulk = false }
+}
+
+// SetChunk cuts bulkBySet's ids n to a statement until the returned func
+// undoes it, so a few items cross statements.
+func SetChunk(n int) (undo func()) {
+	setChunk = n
+	return func() { setChunk = MaxRowsPerStatement }
+}

@@ -1,0 +1,151 @@
+package trackapply_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/record"
+	"github.com/crewlet/crewlet/engine/sqlite"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackapply"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
+)
+
+// BenchmarkBulkStatusApply applies the peer bench's bulk (every item of a
+// project of 20 000 moved between open and in_progress, one record, one
+// transaction and its commit) to a real SQLite file, the record applied
+// by hand as the applier applies it:
+//
+//   - set: by statements over its ids (bulkBySet, what a node does);
+//   - row: row by row (the apply a bulk with tags or watchers takes);
+//   - filter: the same history rows and row writes by the project's
+//     status index rather than by ids, rqlite's statements in the bench's
+//     same job on this schema: the floor under addressing items by id.
+//
+// The cases alternate on one database, each a round of its own; before
+// each bulk the last one's history rows are deleted and the WAL emptied.
+// cpu-ms/bulk is this process's CPU over the apply and the commit.
+//
+//	go test -run '^$' -bench BulkStatusApply -benchtime 10x ./engine/tracker/trackapply/
+func BenchmarkBulkStatusApply(b *testing.B) {
+	const items = 20000
+	ctx := context.Background()
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bulk.db"), 5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
+		b.Fatal(err)
+	}
+	seq := uint64(0)
+	apply := func(tx *sql.Tx, kind, subject string, payload any) {
+		data, _ := json.Marshal(payload)
+		seq++
+		rec := &record.Record{Kind: kind, Subject: subject, Payload: data, By: "bench"}
+		if err := (trackapply.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ids := make([]string, items)
+	inTx(b, db, func(tx *sql.Tx) {
+		apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject("BK"), trackrec.CreateProject{Key: "BK", Name: "bulk"})
+		for i := range ids {
+			ids[i] = fmt.Sprintf("wi_01a2517b19e27000c%016d", i)
+			apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(ids[i]), trackrec.CreateWorkItem{ID: ids[i], Project: "BK", Number: int64(i + 1),
+				Title: "a bulk item", Status: trackrec.StatusOpen})
+		}
+	})
+	flip := 0
+	next := func() (from, to string) {
+		flip++
+		if flip%2 == 1 {
+			return trackrec.StatusOpen, trackrec.StatusInProgress
+		}
+		return trackrec.StatusInProgress, trackrec.StatusOpen
+	}
+	cases := map[string]func(tx *sql.Tx){
+		"set": func(tx *sql.Tx) {
+			_, to := next()
+			apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("BK"), trackrec.BulkUpdate{Project: "BK", Items: ids, Status: &to})
+		},
+		"row": func(tx *sql.Tx) {
+			_, to := next()
+			defer trackapply.RowBulk()()
+			apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("BK"), trackrec.BulkUpdate{Project: "BK", Items: ids, Status: &to})
+		},
+		"filter": func(tx *sql.Tx) {
+			from, to := next()
+			seq++
+			ts := time.Unix(1_700_000_000+int64(seq), 0).UnixNano()
+			for _, q := range []string{
+				`INSERT INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ?1, 0, 'status', status, ?2, handoffs, ?3 FROM tracker_items WHERE project = ?4 AND status = ?5`,
+				`UPDATE tracker_items SET status = ?2, scoped_through = ?1, updated_at = ?3 WHERE project = ?4 AND status = ?5`,
+			} {
+				if res, err := tx.ExecContext(ctx, q, seq, to, ts, "BK", from); err != nil {
+					b.Fatal(err)
+				} else if n, _ := res.RowsAffected(); n != items {
+					b.Fatalf("filter moved %d items", n)
+				}
+			}
+		},
+	}
+	for _, order := range [][]string{{"set", "row", "filter"}, {"filter", "row", "set"}, {"set", "row", "filter"}} {
+		for _, name := range order {
+			b.Run(name, func(b *testing.B) {
+				var cpu time.Duration
+				for i := 0; i < b.N; i++ {
+					// As a node's checkpointer keeps its WAL short; and
+					// the last bulk's history rows go, so every bulk
+					// files onto a history of the same size.
+					b.StopTimer()
+					forget(b, db, ids, seq)
+					b.StartTimer()
+					c0 := enginetest.CPUTime()
+					inTx(b, db, cases[name])
+					cpu += enginetest.CPUTime() - c0
+				}
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/bulk")
+			})
+		}
+	}
+}
+
+// forget deletes the history rows the bulk at seq wrote, then empties
+// the WAL (a TRUNCATE checkpoint).
+func forget(b *testing.B, db *sql.DB, ids []string, seq uint64) {
+	inTx(b, db, func(tx *sql.Tx) {
+		for start := 0; start < len(ids); start += 1000 {
+			chunk := ids[start:min(start+1000, len(ids))]
+			args := []any{seq}
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			if _, err := tx.Exec(`DELETE FROM tracker_history WHERE seq = ? AND item IN (`+sqlite.Placeholders(len(chunk))+`)`, args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// inTx runs fn in a write transaction of db and commits it.
+func inTx(b *testing.B, db *sql.DB, fn func(tx *sql.Tx)) {
+	tx, err := sqlite.BeginWrite(context.Background(), db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	fn(tx)
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
