@@ -186,7 +186,7 @@ func (a *apply) preloadRows(query string, args ...any) error {
 }
 
 func (a *apply) bulk(b *trackrec.BulkUpdate) error {
-	if bySet(b) {
+	if !rowBulk {
 		return a.bulkBySet(b)
 	}
 	a.ownProject = b.Project

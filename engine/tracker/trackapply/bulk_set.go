@@ -1,9 +1,11 @@
 package trackapply
 
-// A bulk record that moves only status and assignee, applied as
-// statements over its items' ids rather than row by row.
+// A bulk record applied as statements over its items' ids rather than
+// row by row.
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/crewlet/crewlet/engine/sqlite"
@@ -19,23 +21,15 @@ var rowBulk bool
 // seam (export_test.go) cuts it to a few.
 var setChunk = MaxRowsPerStatement
 
-// bySet says whether a bulk record is applied by bulkBySet: one that
-// moves status or assignee and adds no tag and no watcher. A tag's or a
-// watcher's history row is numbered after the item's status and assignee
-// rows and only where the set did not hold it already, which the row
-// apply works out item by item.
-func bySet(b *trackrec.BulkUpdate) bool {
-	return !rowBulk && len(b.AddTags) == 0 && len(b.AddWatchers) == 0 && (b.Status != nil || b.Assignee != nil)
-}
-
-// bulkBySet applies a bulk record that moves status and assignee alone,
-// writing what the row apply (bulk, then finish) writes: for every item of
-// the record's project whose status or assignee it moves, a history row
-// per field moved (status first, numbered 0, then the assignee, its
-// hand-off count the one after the move), its reopens and hand-offs, and
-// its row's scoped_through and updated_at. The ids go many to a statement,
-// each chunk's history read from the rows before its UPDATE moves them, so
-// an id given twice moves once, as in the row apply.
+// bulkBySet applies a bulk record, writing what the row apply (bulk, then
+// finish) writes: for every item of the record's project, a history row
+// per change in the order the row apply numbers them (status, assignee,
+// then each tag and each watcher the item did not hold, in the order
+// given), its reopens and hand-offs, the set rows, and the row's
+// scoped_through and updated_at where anything changed. The ids go many
+// to a statement; each statement of a chunk reads the rows as the ones
+// before it left them, so an id given twice changes once, as in the row
+// apply.
 //
 // The row apply first read every item into Go (a seek by id and the row,
 // scanned) to decide the same thing per item: that read was a fifth of a
@@ -43,30 +37,35 @@ func bySet(b *trackrec.BulkUpdate) bool {
 // much again. Here SQLite reads each row where it writes it.
 func (a *apply) bulkBySet(b *trackrec.BulkUpdate) error {
 	a.ownProject = b.Project
-	st := bulkStatements(b)
-	fixed := st.args(b, a.seq, a.ts)
+	steps := bulkSteps(b)
+	status, assignee := "", ""
+	if b.Status != nil {
+		status = *b.Status
+	}
+	if b.Assignee != nil {
+		assignee = *b.Assignee
+	}
+	fixed := []any{a.seq, a.ts, b.Project, status, assignee, ""}
 	per := min(setChunk, BindLimit(a.ctx, a.tx)-len(fixed))
 	var statusMoved, rows int64
 	for start := 0; start < len(b.Items); {
 		n := sqlite.ChunkLen(len(b.Items)-start, per)
 		ids := b.Items[start : start+n]
 		start += n
-		for i, q := range st.history {
-			got, err := a.execOver(q, fixed, ids)
+		for _, st := range steps {
+			fixed[5] = st.value
+			got, err := a.execOver(st, fixed, ids)
 			if err != nil {
 				return err
 			}
-			if i == 0 && b.Status != nil {
+			rows += got
+			if st.history {
+				a.histWritten += int(got)
+			}
+			if st.status {
 				statusMoved += got
 			}
-			rows += got
-			a.histWritten += int(got)
 		}
-		got, err := a.execOver(st.update, fixed, ids)
-		if err != nil {
-			return err
-		}
-		rows += got
 	}
 	// The row apply recounts the project when an item's status leaves or
 	// takes in_progress; recounting after any status move writes the same,
@@ -78,90 +77,127 @@ func (a *apply) bulkBySet(b *trackrec.BulkUpdate) error {
 	return nil
 }
 
-// execOver runs q, whose text ends in an open IN list, over ids, and
-// returns the rows it changed. q binds the fixed values it names first
-// (as far as the highest it names: a plain ? takes the number after the
-// highest named before it), the ids after them as plain placeholders.
-// Numbered ids (?6, ?7, …) would have cost a lookup through every
-// numbered name for each of them as the driver binds it: quadratic, a
-// fifth of a maximal bulk.
-func (a *apply) execOver(q string, fixed []any, ids []string) (int64, error) {
-	named := 4
-	if strings.Contains(q, pAssignee) {
-		named = 5
+// execOver runs st over ids and returns the rows it changed. Its text
+// binds the fixed values it names first (as far as the highest it names:
+// a plain ? takes the number after the highest named before it), the ids
+// after them as plain placeholders. Numbered ids (?7, ?8, …) would have
+// cost a lookup through every numbered name for each of them as the
+// driver binds it: quadratic, a fifth of a maximal bulk.
+func (a *apply) execOver(st setStep, fixed []any, ids []string) (int64, error) {
+	named := len(fixed)
+	for named > 0 && !strings.Contains(st.q, "?"+strconv.Itoa(named)) {
+		named--
 	}
 	args := append(make([]any, 0, named+len(ids)), fixed[:named]...)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	res, err := a.at.Exec(a.ctx, a.tx, q+sqlite.Placeholders(len(ids))+`)`, args...)
+	res, err := a.at.Exec(a.ctx, a.tx, st.q+sqlite.Placeholders(len(ids))+`)`+st.tail, args...)
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err == nil && traceStatement != nil {
+		head, _, _ := strings.Cut(st.q, " SELECT ")
+		head, _, _ = strings.Cut(head, " WHERE ")
+		traceStatement(head, int(n))
+	}
+	return n, err
 }
 
-// setStatements are the statements of one shape of bulk record (status,
-// assignee or both), each ending in an IN list of ids still open: the
-// history inserts, in the order the row apply numbers them, and the row
-// UPDATE.
-type setStatements struct {
-	history []string
-	update  string
+// setStep is one statement of a bulk record's apply by set, run over each
+// chunk of its ids: its text ends in an IN list left open for them.
+type setStep struct {
+	q, tail string // the text before the ids, and after their list
+	value   string // what ?6 names: the tag or watcher a set's steps add
+	history bool   // the rows it writes are history rows
+	status  bool   // the rows it writes are the status's history rows
 }
 
-// The fixed values of the statements, named ?1…?5 (execOver binds them).
+// The fixed values of the statements, named ?1…?6 (execOver binds them).
 const (
 	pSeq      = "?1"
 	pTS       = "?2"
 	pProject  = "?3"
 	pStatus   = "?4"
 	pAssignee = "?5"
+	pValue    = "?6"
 )
 
-// args are the values ?1…?5 name, in order.
-func (setStatements) args(b *trackrec.BulkUpdate, seq uint64, ts int64) []any {
-	status, assignee := "", ""
-	if b.Status != nil {
-		status = *b.Status
-	}
-	if b.Assignee != nil {
-		assignee = *b.Assignee
-	}
-	return []any{seq, ts, b.Project, status, assignee}
-}
+const (
+	historyInsert = `INSERT OR FAIL INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ` + pSeq + `, `
+	// ofProject leads every WHERE: the item's project is compared
+	// unindexed (+project), so each id is found by its own index rather
+	// than the project's items scanned.
+	ofProject = ` FROM tracker_items WHERE +project = ` + pProject + ` AND `
+	// earlierHistory numbers a history row after those the record wrote
+	// on the item before it.
+	earlierHistory = `(SELECT count(*) FROM tracker_history h WHERE h.item = tracker_items.id AND h.seq = ` + pSeq + `)`
+)
 
-// bulkStatements builds the statements of b's shape. The item's project is
-// compared unindexed (+project), so each id is found by its own index
-// rather than the project's items scanned. closed lists the closed
-// statuses, a reopen being a move out of one of them into an open one.
-func bulkStatements(b *trackrec.BulkUpdate) setStatements {
-	const history = `INSERT OR FAIL INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ` + pSeq + `, `
-	const where = ` WHERE +project = ` + pProject + ` AND `
-	var st setStatements
+// bulkSteps are the statements of b, in order: the status's and the
+// assignee's history rows, then the row UPDATE that moves them (SQLite
+// evaluates every SET expression against the row as it was, so the reopen
+// and the hand-off read the old status and assignee); then for each tag
+// and each watcher, its history rows where the item does not hold it and
+// its set rows; last, scoped_through and updated_at on the rows only those
+// changed.
+func bulkSteps(b *trackrec.BulkUpdate) []setStep {
+	var steps []setStep
 	var moved, sets []string
 	statusMoves := "status != " + pStatus
 	if b.Status != nil {
-		st.history = append(st.history, history+`0, 'status', status, `+pStatus+`, handoffs, `+pTS+` FROM tracker_items`+where+statusMoves+` AND id IN (`)
+		steps = append(steps, setStep{q: historyInsert + `0, 'status', status, ` + pStatus + `, handoffs, ` + pTS + ofProject + statusMoves + ` AND id IN (`,
+			history: true, status: true})
 		moved, sets = append(moved, statusMoves), append(sets, "status = "+pStatus)
 		if !trackrec.Closed(*b.Status) {
 			sets = append(sets, "reopens = reopens + (status IN ("+quoted(closedStatuses())+"))")
 		}
 	}
 	if b.Assignee != nil {
-		n := "0"
-		if b.Status != nil {
-			n = "(" + statusMoves + ")"
-		}
 		assigneeMoves := "assignee != " + pAssignee
-		st.history = append(st.history, history+n+`, 'assignee', assignee, `+pAssignee+`, handoffs + 1, `+pTS+` FROM tracker_items`+where+assigneeMoves+` AND id IN (`)
+		steps = append(steps, setStep{q: historyInsert + earlierHistory + `, 'assignee', assignee, ` + pAssignee + `, handoffs + 1, ` + pTS + ofProject + assigneeMoves + ` AND id IN (`,
+			history: true})
 		moved, sets = append(moved, assigneeMoves), append(sets, "assignee = "+pAssignee, "handoffs = handoffs + ("+assigneeMoves+")")
 	}
-	sets = append(sets, "scoped_through = "+pSeq, "updated_at = "+pTS)
-	// SQLite evaluates every SET expression against the row as it was, so
-	// the reopen and the hand-off read the old status and assignee.
-	st.update = `UPDATE OR FAIL tracker_items SET ` + strings.Join(sets, ", ") + where + `(` + strings.Join(moved, " OR ") + `) AND id IN (`
-	return st
+	if len(moved) > 0 {
+		sets = append(sets, "scoped_through = "+pSeq, "updated_at = "+pTS)
+		steps = append(steps, setStep{q: `UPDATE OR FAIL tracker_items SET ` + strings.Join(sets, ", ") + strings.TrimPrefix(ofProject, " FROM tracker_items") +
+			`(` + strings.Join(moved, " OR ") + `) AND id IN (`})
+	}
+	added := false
+	for _, set := range []struct {
+		field, table, col string
+		vals              []string
+	}{{"tag", "tracker_tags", "tag", b.AddTags}, {"watcher", "tracker_watchers", "watcher", b.AddWatchers}} {
+		for _, v := range distinct(set.vals) {
+			steps = append(steps,
+				setStep{q: historyInsert + earlierHistory + `, '` + set.field + `', '', ` + pValue + `, handoffs, ` + pTS + ofProject +
+					`NOT EXISTS (SELECT 1 FROM ` + set.table + ` s WHERE s.item = tracker_items.id AND s.` + set.col + ` = ` + pValue + `) AND id IN (`,
+					value: v, history: true},
+				setStep{q: `INSERT OR FAIL INTO ` + set.table + `(item, ` + set.col + `) SELECT id, ` + pValue + ofProject + `id IN (`,
+					tail: ` ON CONFLICT DO NOTHING`, value: v})
+			added = true
+		}
+	}
+	if added {
+		steps = append(steps, setStep{q: `UPDATE OR FAIL tracker_items SET scoped_through = ` + pSeq + `, updated_at = ` + pTS +
+			strings.TrimPrefix(ofProject, " FROM tracker_items") + `scoped_through != ` + pSeq +
+			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.item = tracker_items.id AND h.seq = ` + pSeq + `) AND id IN (`})
+	}
+	return steps
+}
+
+// distinct is vals without the repeats of a value, in the order each
+// first appears: a value given twice is added once.
+func distinct(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // closedStatuses are the statuses trackrec.Closed holds closed.

@@ -35,30 +35,14 @@ import (
 //	go test -run '^$' -bench BulkStatusApply -benchtime 10x ./engine/tracker/trackapply/
 func BenchmarkBulkStatusApply(b *testing.B) {
 	const items = 20000
-	ctx := context.Background()
-	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bulk.db"), 5)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
-		b.Fatal(err)
-	}
-	seq := uint64(0)
-	apply := func(tx *sql.Tx, kind, subject string, payload any) {
-		data, _ := json.Marshal(payload)
-		seq++
-		rec := &record.Record{Kind: kind, Subject: subject, Payload: data, By: "bench"}
-		if err := (trackapply.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	d := openBenchDB(b)
+	defer d.db.Close()
 	ids := make([]string, items)
-	inTx(b, db, func(tx *sql.Tx) {
-		apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject("BK"), trackrec.CreateProject{Key: "BK", Name: "bulk"})
+	d.inTx(func(tx *sql.Tx) {
+		d.apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject("BK"), trackrec.CreateProject{Key: "BK", Name: "bulk"})
 		for i := range ids {
 			ids[i] = fmt.Sprintf("wi_01a2517b19e27000c%016d", i)
-			apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(ids[i]), trackrec.CreateWorkItem{ID: ids[i], Project: "BK", Number: int64(i + 1),
+			d.apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(ids[i]), trackrec.CreateWorkItem{ID: ids[i], Project: "BK", Number: int64(i + 1),
 				Title: "a bulk item", Status: trackrec.StatusOpen})
 		}
 	})
@@ -70,25 +54,25 @@ func BenchmarkBulkStatusApply(b *testing.B) {
 		}
 		return trackrec.StatusInProgress, trackrec.StatusOpen
 	}
+	bulk := func(tx *sql.Tx) {
+		_, to := next()
+		d.apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("BK"), trackrec.BulkUpdate{Project: "BK", Items: ids, Status: &to})
+	}
 	cases := map[string]func(tx *sql.Tx){
-		"set": func(tx *sql.Tx) {
-			_, to := next()
-			apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("BK"), trackrec.BulkUpdate{Project: "BK", Items: ids, Status: &to})
-		},
+		"set": bulk,
 		"row": func(tx *sql.Tx) {
-			_, to := next()
 			defer trackapply.RowBulk()()
-			apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("BK"), trackrec.BulkUpdate{Project: "BK", Items: ids, Status: &to})
+			bulk(tx)
 		},
 		"filter": func(tx *sql.Tx) {
 			from, to := next()
-			seq++
-			ts := time.Unix(1_700_000_000+int64(seq), 0).UnixNano()
+			d.seq++
+			ts := time.Unix(1_700_000_000+int64(d.seq), 0).UnixNano()
 			for _, q := range []string{
 				`INSERT INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ?1, 0, 'status', status, ?2, handoffs, ?3 FROM tracker_items WHERE project = ?4 AND status = ?5`,
 				`UPDATE tracker_items SET status = ?2, scoped_through = ?1, updated_at = ?3 WHERE project = ?4 AND status = ?5`,
 			} {
-				if res, err := tx.ExecContext(ctx, q, seq, to, ts, "BK", from); err != nil {
+				if res, err := tx.Exec(q, d.seq, to, ts, "BK", from); err != nil {
 					b.Fatal(err)
 				} else if n, _ := res.RowsAffected(); n != items {
 					b.Fatalf("filter moved %d items", n)
@@ -105,10 +89,10 @@ func BenchmarkBulkStatusApply(b *testing.B) {
 					// the last bulk's history rows go, so every bulk
 					// files onto a history of the same size.
 					b.StopTimer()
-					forget(b, db, ids, seq)
+					d.forget(ids)
 					b.StartTimer()
 					c0 := enginetest.CPUTime()
-					inTx(b, db, cases[name])
+					d.inTx(cases[name])
 					cpu += enginetest.CPUTime() - c0
 				}
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/bulk")
@@ -117,10 +101,40 @@ func BenchmarkBulkStatusApply(b *testing.B) {
 	}
 }
 
-// forget deletes the history rows the bulk at seq wrote, then empties
-// the WAL (a TRUNCATE checkpoint).
-func forget(b *testing.B, db *sql.DB, ids []string, seq uint64) {
-	inTx(b, db, func(tx *sql.Tx) {
+// benchDB is a tracker's database whose records a benchmark applies by
+// hand, seq the last one's sequence.
+type benchDB struct {
+	b   *testing.B
+	db  *sql.DB
+	seq uint64
+}
+
+func openBenchDB(b *testing.B) *benchDB {
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "bulk.db"), 5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(trackapply.Domain{}.Schema()); err != nil {
+		b.Fatal(err)
+	}
+	return &benchDB{b: b, db: db}
+}
+
+// apply applies a record in tx at the next sequence.
+func (d *benchDB) apply(tx *sql.Tx, kind, subject string, payload any) {
+	d.seq++
+	data, _ := json.Marshal(payload)
+	rec := &record.Record{Kind: kind, Subject: subject, Payload: data, By: "bench"}
+	if err := (trackapply.Domain{}).Apply(context.Background(), tx, rec, statelog.Applying{Seq: d.seq, Time: time.Unix(1_700_000_000+int64(d.seq), 0)}); err != nil {
+		d.b.Fatal(err)
+	}
+}
+
+// forget deletes the history rows the last bulk wrote on ids, then
+// empties the WAL (a TRUNCATE checkpoint).
+func (d *benchDB) forget(ids []string) {
+	b, seq := d.b, d.seq
+	d.inTx(func(tx *sql.Tx) {
 		for start := 0; start < len(ids); start += 1000 {
 			chunk := ids[start:min(start+1000, len(ids))]
 			args := []any{seq}
@@ -132,14 +146,15 @@ func forget(b *testing.B, db *sql.DB, ids []string, seq uint64) {
 			}
 		}
 	})
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	if _, err := d.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		b.Fatal(err)
 	}
 }
 
-// inTx runs fn in a write transaction of db and commits it.
-func inTx(b *testing.B, db *sql.DB, fn func(tx *sql.Tx)) {
-	tx, err := sqlite.BeginWrite(context.Background(), db)
+// inTx runs fn in a write transaction and commits it.
+func (d *benchDB) inTx(fn func(tx *sql.Tx)) {
+	b := d.b
+	tx, err := sqlite.BeginWrite(context.Background(), d.db)
 	if err != nil {
 		b.Fatal(err)
 	}

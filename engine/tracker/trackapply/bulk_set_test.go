@@ -21,9 +21,10 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
-// TestBulkBySetWritesTheRowApplysRows: a bulk record that moves status,
-// assignee or both is applied by statements over its ids (bulkBySet); on
-// any state of its items (open, closed, in progress, assigned or not, in
+// TestBulkBySetWritesTheRowApplysRows: a bulk record (status, assignee,
+// tags, watchers, any of them or none) is applied by statements over its
+// ids (bulkBySet); on any state of its items (open, closed, in progress,
+// assigned or not, holding some of the tags and watchers or none, in
 // another project, trashed, missing, given twice, in one statement or
 // across several: the test cuts the ids three to a statement), it leaves every table of the database as the row-by-row
 // apply leaves it, history rows, computed columns and the project's active
@@ -117,6 +118,7 @@ func drawBulkScript(rt *rapid.T) *bulkScript {
 		s.add(trackrec.KindCreateProject, trackrec.ProjectSubject(p), trackrec.CreateProject{Key: p, Name: p})
 	}
 	people := []string{"", "ana", "bo"}
+	tags, watchers := []string{"x", "y", "z"}, []string{"ana", "bo"}
 	n := rapid.IntRange(1, 12).Draw(rt, "items")
 	var ids []string
 	for i := range n {
@@ -128,19 +130,21 @@ func drawBulkScript(rt *rapid.T) *bulkScript {
 		s.add(trackrec.KindCreateWorkItem, trackrec.ItemSubject(id), trackrec.CreateWorkItem{ID: id, Project: p, Number: int64(i + 1), Title: "item", Status: trackrec.StatusOpen})
 		st := rapid.SampledFrom(trackrec.Statuses).Draw(rt, "status")
 		who := rapid.SampledFrom(people).Draw(rt, "assignee")
-		s.add(trackrec.KindUpdateWorkItem, trackrec.ItemSubject(id), trackrec.UpdateWorkItem{ID: id, Status: &st, Assignee: &who})
+		s.add(trackrec.KindUpdateWorkItem, trackrec.ItemSubject(id), trackrec.UpdateWorkItem{ID: id, Status: &st, Assignee: &who,
+			AddTags: drawValues(rt, "held tags", tags), AddWatchers: drawValues(rt, "held watchers", watchers)})
 		if rapid.IntRange(0, 5).Draw(rt, "trash") == 0 {
 			s.add(trackrec.KindTrash, trackrec.ItemSubject(id), trackrec.Trash{ID: id, Root: id})
 		}
 	}
 	for range rapid.IntRange(1, 4).Draw(rt, "bulks") {
-		b := trackrec.BulkUpdate{Project: rapid.SampledFrom([]string{p, p, q}).Draw(rt, "project")}
-		if k := rapid.IntRange(0, 2).Draw(rt, "shape"); k != 1 {
+		b := trackrec.BulkUpdate{Project: rapid.SampledFrom([]string{p, p, q}).Draw(rt, "project"),
+			AddTags: drawValues(rt, "add tags", tags), AddWatchers: drawValues(rt, "add watchers", watchers)}
+		if rapid.Bool().Draw(rt, "move status") {
 			st := rapid.SampledFrom(trackrec.Statuses).Draw(rt, "to status")
 			b.Status = &st
 		}
 		kind := trackrec.KindBulkUpdate
-		if b.Status == nil || rapid.Bool().Draw(rt, "assign") {
+		if rapid.Bool().Draw(rt, "assign") {
 			who := rapid.SampledFrom(people).Draw(rt, "to assignee")
 			b.Assignee, kind = &who, trackrec.KindBulkSet
 		}
@@ -150,6 +154,11 @@ func drawBulkScript(rt *rapid.T) *bulkScript {
 		s.add(kind, trackrec.ProjectSubject(b.Project), b)
 	}
 	return s
+}
+
+// drawValues is up to four of vals, a value at times given twice.
+func drawValues(rt *rapid.T, label string, vals []string) []string {
+	return rapid.SliceOfN(rapid.SampledFrom(vals), 0, 4).Draw(rt, label)
 }
 
 func openApplyDB(rt interface{ Fatal(...any) }, path string) *sql.DB {
