@@ -431,7 +431,9 @@ func fleetWritePhases(c *fleettest.Cluster) metrics.PhaseTotals {
 // node's applier consumes (trackerBarriers), the /gap=1ms one pausing a
 // millisecond before each (as a create's other phases leave the brokers
 // idle between appends); c=1/marks=true/quiet files each create only once
-// every node has applied the last (quietCreates).
+// every node has applied the last (quietCreates); c=1/marks=true/alone,
+// run once at the end, files them with the two other nodes' appliers
+// closed (aloneCreates).
 //
 //	go test -tags integration -run '^$' -bench CreateAtZero -benchtime 400x ./engine/fleettest/
 func BenchmarkCreateAtZero(b *testing.B) {
@@ -483,6 +485,34 @@ func BenchmarkCreateAtZero(b *testing.B) {
 		b.Run("c=1/barrier=mark/gap=1ms", gappedMarks)
 		b.Run("c=1/marks=true/quiet", func(b *testing.B) { quietCreates(b, c, n, create) })
 	}
+	// Last, as it closes what the others need.
+	b.Run("c=1/marks=true/alone", func(b *testing.B) { aloneCreates(b, c, n, create) })
+}
+
+// aloneCreates is BenchmarkCreateAtZero's c=1/marks=true/alone case:
+// the other nodes' tracker appliers are closed (their brokers stay in the
+// cluster), so while a create's acknowledgement is on its way to n only
+// n's own applier applies the record, not three. Set beside c=1/marks=true,
+// its append phase says what the two other appliers cost a write's append
+// on a machine of few cores.
+func aloneCreates(b *testing.B, c *fleettest.Cluster, n *node.Node, create func(int) bool) {
+	for i := 0; i < c.Size(); i++ {
+		if c.Node(i) != n {
+			c.Node(i).Replica(engine.DomainTracker).Close()
+		}
+	}
+	n.Log(engine.DomainTracker).SetMarkedZeroWrites(true)
+	create(0)
+	settleMarking(b, n)
+	phases := fleetWritePhases(c)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !create(0) {
+			b.Fatal("a create did not apply")
+		}
+	}
+	b.StopTimer()
+	enginetest.ReportWritePhases(b, phases, fleetWritePhases(c))
 }
 
 // settleMarking waits until no marking of n's tracker is under way.
