@@ -190,12 +190,12 @@ func (s *script) dump(db *sql.DB) ([]string, error) {
 
 // query renders every row of q as one line of its values.
 func query(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, error) {
-	_, lines, err := table(ctx, db, q, args...)
+	_, lines, err := RenderRows(ctx, db, q, args...)
 	return lines, err
 }
 
-// table runs q and renders its rows, a line each, and its columns.
-func table(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, []string, error) {
+// RenderRows runs q and renders its rows, a line each, and its columns.
+func RenderRows(ctx context.Context, db *sql.DB, q string, args ...any) ([]string, []string, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, nil, err

@@ -22,7 +22,7 @@ func (s *script) rows(names []string, say func(string, ...any)) error {
 		if t.Print != "" {
 			cols = strings.ReplaceAll(t.Print, "$T0", t0)
 		}
-		head, lines, err := table(ctx, s.db, `SELECT `+cols+` FROM `+t.Name+` ORDER BY `+t.Order)
+		head, lines, err := RenderRows(ctx, s.db, `SELECT `+cols+` FROM `+t.Name+` ORDER BY `+t.Order)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.Name, err)
 		}
@@ -62,7 +62,7 @@ func (s *script) gated(say func(string, ...any)) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	_, lines, err := table(ctx, s.db, `SELECT seq, scope FROM statelog_retained WHERE domain = ? ORDER BY seq`, string(s.d.Domain.Name()))
+	_, lines, err := RenderRows(ctx, s.db, `SELECT seq, scope FROM statelog_retained WHERE domain = ? ORDER BY seq`, string(s.d.Domain.Name()))
 	if err != nil {
 		return err
 	}

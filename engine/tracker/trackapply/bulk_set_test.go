@@ -17,6 +17,7 @@ import (
 	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
 	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/statelog/applytest"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
@@ -181,24 +182,10 @@ func dumpTables(ctx context.Context, rt *rapid.T, db *sql.DB) string {
 	}
 	var out strings.Builder
 	for _, name := range names {
-		rows, err := db.QueryContext(ctx, `SELECT * FROM "`+name+`"`)
+		_, lines, err := applytest.RenderRows(ctx, db, `SELECT * FROM "`+name+`"`)
 		if err != nil {
 			rt.Fatal(err)
 		}
-		cols, _ := rows.Columns()
-		var lines []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				rt.Fatal(err)
-			}
-			lines = append(lines, fmt.Sprint(vals...))
-		}
-		rows.Close()
 		slices.Sort(lines)
 		fmt.Fprintf(&out, "%s (%d rows)\n  %s\n", name, len(lines), strings.Join(lines, "\n  "))
 	}
