@@ -185,6 +185,9 @@ func (a *apply) preloadRows(query string, args ...any) error {
 	return rows.Err()
 }
 
+// bulk applies a bulk record. A node applies it by set (bulkBySet); what
+// follows is the row-by-row apply every build before that ran, kept as
+// the reference its rows are held equal to (rowBulk, a test's seam).
 func (a *apply) bulk(b *trackrec.BulkUpdate) error {
 	if !rowBulk {
 		return a.bulkBySet(b)
