@@ -61,7 +61,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 		// Any other record may read what the creates before it held back
 		// (a move takes a number from its project's row, a purge deletes
 		// its item's history): it reads it as they left it.
-		if err := held.flushRead(ctx, tx, at); err != nil {
+		if err := held.Flush(ctx, tx, at); err != nil {
 			return err
 		}
 	}
@@ -244,15 +244,22 @@ func (a *apply) finish() error {
 }
 
 // reindex replaces an item's search posting: title, description and its
-// comments, as the transaction leaves them (heldRows.reindex).
+// comments, in the apply's own transaction.
 func (a *apply) reindex(it *itemRow) error {
 	if it.created && a.creating {
 		// A new item has no comments yet.
 		a.held.search.add(it.Doc, it.Title, it.Description, "")
 		return nil
 	}
-	a.held.reindex[it.Doc] = true
-	return nil
+	if !it.created {
+		if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
+			return err
+		}
+	}
+	_, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_search(rowid, title, description, comments)
+		VALUES(?, ?, ?, (SELECT coalesce(group_concat(body, ' '), '') FROM (SELECT body FROM tracker_comments WHERE item = ? ORDER BY seq)))`,
+		it.Doc, it.Title, it.Description, it.ID)
+	return err
 }
 
 // recount sets a project's active count (its items in progress and not in

@@ -13,30 +13,18 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"sort"
 
 	"github.com/crewlet/crewlet/engine/statelog"
 )
 
-// heldRows is what the creates of one transaction hold back, and the
-// items whose search postings its other records changed (reindex).
+// heldRows is what the creates of one transaction hold back.
 type heldRows struct {
 	counters map[string]*projectCounter
 	hist     *rowBuffer
 	keys     *rowBuffer
 	search   *rowBuffer
 	by       *rowBuffer
-	// reindex are the docs whose postings the transaction's records
-	// changed, written once each at its end, in doc order. FTS5 keeps a
-	// transaction's postings in memory and writes them out as a segment
-	// whenever a write comes for a rowid below the last one's: posting
-	// each edit where it came, the edits of a batch (items in no order)
-	// wrote a segment apiece and merged them (a tenth of an update's
-	// apply at 64 writers). Nothing in an apply reads tracker_search, and
-	// a posting holds only the item's title, description and comments,
-	// as the transaction leaves them.
-	reindex map[int64]bool
 }
 
 type projectCounter struct {
@@ -49,46 +37,18 @@ type projectCounter struct {
 
 func newHeldRows() statelog.Held {
 	return &heldRows{counters: map[string]*projectCounter{}, hist: newHistBuffer(),
-		keys:    newRowBuffer("tracker_item_keys", []string{"key", "id"}, "ON CONFLICT DO NOTHING"),
-		search:  newRowBuffer("tracker_search", []string{"rowid", "title", "description", "comments"}, ""),
-		by:      newRowBuffer("tracker_record_by", []string{"seq", "by"}, "ON CONFLICT DO NOTHING"),
-		reindex: map[int64]bool{}}
+		keys:   newRowBuffer("tracker_item_keys", []string{"key", "id"}, "ON CONFLICT DO NOTHING"),
+		search: newRowBuffer("tracker_search", []string{"rowid", "title", "description", "comments"}, ""),
+		by:     newRowBuffer("tracker_record_by", []string{"seq", "by"}, "ON CONFLICT DO NOTHING")}
 }
 
 func newHistBuffer() *rowBuffer {
 	return newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at"}, "")
 }
 
-// Flush writes everything held and forgets it, the search postings last:
-// the transaction's end.
+// Flush writes everything held and forgets it: a record after the flush
+// reads the projects' rows again.
 func (h *heldRows) Flush(ctx context.Context, tx *sql.Tx, at statelog.Applying) error {
-	if err := h.flushRead(ctx, tx, at); err != nil {
-		return err
-	}
-	docs := make([]int64, 0, len(h.reindex))
-	for d := range h.reindex {
-		docs = append(docs, d)
-	}
-	slices.Sort(docs)
-	clear(h.reindex)
-	for _, d := range docs {
-		if _, err := at.Exec(ctx, tx, `DELETE FROM tracker_search WHERE rowid = ?`, d); err != nil {
-			return err
-		}
-		// Nothing where the item is gone (purged by a later record).
-		if _, err := at.Exec(ctx, tx, `INSERT INTO tracker_search(rowid, title, description, comments)
-			SELECT doc, title, description, (SELECT coalesce(group_concat(body, ' '), '') FROM (SELECT body FROM tracker_comments WHERE item = i.id ORDER BY seq))
-			FROM tracker_items i WHERE doc = ?`, d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// flushRead writes what a record may read and forgets it: everything held
-// but the search postings. A record after it reads the projects' rows
-// again.
-func (h *heldRows) flushRead(ctx context.Context, tx *sql.Tx, at statelog.Applying) error {
 	keys := make([]string, 0, len(h.counters))
 	for k := range h.counters {
 		keys = append(keys, k)
