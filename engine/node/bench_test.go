@@ -227,17 +227,11 @@ func BenchmarkApplyDrain(b *testing.B) {
 	var took, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dir := b.TempDir()
-		n := enginetest.OpenNode(b, node.Config{DataDir: dir})
-		if _, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
-			b.Fatal(err)
-		}
-		from := n.Replica(engine.DomainTracker).Applied()
-		n.Close()
+		dir, from := drainFixture(b)
 		putDrainRecords(b, dir, records)
 		b.StartTimer()
 		t0, c0 := time.Now(), enginetest.CPUTime()
-		n = enginetest.OpenNode(b, node.Config{DataDir: dir})
+		n := enginetest.OpenNode(b, node.Config{DataDir: dir})
 		last := from + records
 		if err := n.Replica(engine.DomainTracker).WaitApplied(ctx, last); err != nil {
 			b.Fatal(err)
@@ -268,15 +262,10 @@ func BenchmarkApplyDrainUpdates(b *testing.B) {
 	var took, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dir := b.TempDir()
-		n := enginetest.OpenNode(b, node.Config{DataDir: dir})
-		if _, err := n.Tracker().CreateProject(ctx, engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
-			b.Fatal(err)
-		}
-		from := n.Replica(engine.DomainTracker).Applied() + items
-		n.Close()
+		dir, from := drainFixture(b)
+		from += items
 		putDrainRecords(b, dir, items)
-		n = enginetest.OpenNode(b, node.Config{DataDir: dir})
+		n := enginetest.OpenNode(b, node.Config{DataDir: dir})
 		if err := n.Replica(engine.DomainTracker).WaitApplied(ctx, from); err != nil {
 			b.Fatal(err)
 		}
@@ -302,43 +291,54 @@ func BenchmarkApplyDrainUpdates(b *testing.B) {
 // filed (wi_1 … wi_items), in an order drawn from a fixed seed, through a
 // bare broker on the node's store.
 func putDrainEdits(b *testing.B, dir string, items, edits int) {
-	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "n1", StoreDir: filepath.Join(dir, "stream"), Sync: broker.Sync{Always: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	js, _ := jetstream.New(br.Conn, jetstream.WithPublishAsyncMaxPending(edits+1))
 	rng := rand.New(rand.NewPCG(1, 2))
-	for j := 1; j <= edits; j++ {
+	putDrain(b, dir, edits, func(j int) (string, *record.Record) {
 		id := fmt.Sprintf("wi_%d", 1+rng.IntN(items))
 		op, _ := ledger.MintFor(time.Now(), "update_work_item", id, "")
 		title := fmt.Sprintf("edited %d", j)
 		payload, _ := json.Marshal(trackrec.UpdateWorkItem{ID: id, Title: &title})
-		data, _ := record.Encode(&record.Record{Kind: trackrec.KindUpdateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
-			Subject: trackrec.ItemSubject(id), Payload: payload})
-		if _, err := js.PublishAsync(trackrec.ItemSubject(id), data, jetstream.WithMsgID(op.String())); err != nil {
-			b.Fatal(err)
-		}
+		return op.String(), &record.Record{Kind: trackrec.KindUpdateWorkItem, Subject: trackrec.ItemSubject(id), Payload: payload}
+	})
+}
+
+// drainFixture is the data directory of a node that filed project ENG and
+// closed, and the sequence it applied through.
+func drainFixture(b *testing.B) (string, uint64) {
+	dir := b.TempDir()
+	n := enginetest.OpenNode(b, node.Config{DataDir: dir})
+	defer n.Close()
+	if _, err := n.Tracker().CreateProject(context.Background(), engine.WriteOptions{}, "ENG", "Engineering"); err != nil {
+		b.Fatal(err)
 	}
-	<-js.PublishAsyncComplete()
+	return dir, n.Replica(engine.DomainTracker).Applied()
 }
 
 // putDrainRecords appends records creates to the log of the node whose
 // data directory is dir, through a bare broker on its store, so no
 // applier runs while they are written.
 func putDrainRecords(b *testing.B, dir string, records int) {
+	putDrain(b, dir, records, func(j int) (string, *record.Record) {
+		op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
+		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": "drained", "description": "", "status": "open", "assignee": ""})
+		return op.String(), &record.Record{Kind: trackrec.KindCreateWorkItem, Subject: "crewlet.tracker.project.ENG", Payload: payload}
+	})
+}
+
+// putDrain appends n records, the jth (from 1) made by next with its op
+// id, written by n1 at generation 1, through a bare broker on the store of
+// the node whose data directory is dir.
+func putDrain(b *testing.B, dir string, n int, next func(j int) (string, *record.Record)) {
 	br, err := broker.StartEmbedded(broker.EmbeddedOptions{ServerName: "n1", StoreDir: filepath.Join(dir, "stream"), Sync: broker.Sync{Always: true}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	js, _ := jetstream.New(br.Conn, jetstream.WithPublishAsyncMaxPending(records+1))
-	for j := 1; j <= records; j++ {
-		op, _ := ledger.MintFor(time.Now(), "create_work_item", "ENG", "")
-		payload, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("wi_%d", j), "project": "ENG", "number": j, "title": "drained", "description": "", "status": "open", "assignee": ""})
-		data, _ := record.Encode(&record.Record{Kind: trackrec.KindCreateWorkItem, Version: 1, OpID: op.String(), Writer: "n1", Generation: 1,
-			Subject: "crewlet.tracker.project.ENG", Payload: payload})
-		if _, err := js.PublishAsync("crewlet.tracker.project.ENG", data, jetstream.WithMsgID(op.String())); err != nil {
+	js, _ := jetstream.New(br.Conn, jetstream.WithPublishAsyncMaxPending(n+1))
+	for j := 1; j <= n; j++ {
+		op, rec := next(j)
+		rec.Version, rec.OpID, rec.Writer, rec.Generation = 1, op, "n1", 1
+		data, _ := record.Encode(rec)
+		if _, err := js.PublishAsync(rec.Subject, data, jetstream.WithMsgID(op)); err != nil {
 			b.Fatal(err)
 		}
 	}
