@@ -61,13 +61,22 @@ func (a *apply) createItem(c *trackrec.CreateWorkItem) error {
 	return nil
 }
 
+// setsChanged says whether u adds or removes a tag, a watcher or an edge:
+// only then does its apply read the item's sets (loadSets), which were a
+// statement on every edit of a title or a status.
+func setsChanged(u *trackrec.UpdateWorkItem) bool {
+	return len(u.AddTags)+len(u.RemoveTags)+len(u.AddWatchers)+len(u.RemoveWatchers)+len(u.AddEdges)+len(u.RemoveEdges) > 0
+}
+
 func (a *apply) updateItem(u *trackrec.UpdateWorkItem) error {
 	it, err := a.item(u.ID)
 	if err != nil || it == nil {
 		return err
 	}
-	if err := a.loadSets([]*itemRow{it}); err != nil {
-		return err
+	if setsChanged(u) {
+		if err := a.loadSets([]*itemRow{it}); err != nil {
+			return err
+		}
 	}
 	a.setField(it, "title", &it.Title, u.Title)
 	a.setField(it, "description", &it.Description, u.Description)
