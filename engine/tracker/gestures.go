@@ -285,8 +285,8 @@ func (s *Service) decideUpdate(ctx context.Context, tx *sql.Tx, key string, it W
 		return nil, err
 	}
 	u := trackrec.UpdateWorkItem{ID: id, Title: p.Title, Description: p.Description, Status: status, Assignee: p.Assignee,
-		Parent: parent, AddTags: dedupe(p.AddTags), RemoveTags: dedupe(p.RemoveTags), AddWatchers: dedupe(p.AddWatchers),
-		RemoveWatchers: dedupe(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes,
+		Parent: parent, AddTags: trackrec.Distinct(p.AddTags), RemoveTags: trackrec.Distinct(p.RemoveTags), AddWatchers: trackrec.Distinct(p.AddWatchers),
+		RemoveWatchers: trackrec.Distinct(p.RemoveWatchers), AddEdges: rp.adds, RemoveEdges: rp.removes,
 		Priority: p.Priority, Due: p.Due, Estimate: p.Estimate, Type: p.Type}
 	version := 0
 	if patchHasFields(p) {
@@ -577,7 +577,7 @@ func (s *Service) MergeWorkItems(ctx context.Context, w engine.WriteOptions, int
 	if err := checkItemKey(into); err != nil {
 		return ItemWrite{}, err
 	}
-	duplicates = dedupe(duplicates)
+	duplicates = trackrec.Distinct(duplicates)
 	if len(duplicates) == 0 || len(duplicates) > MaxMergeItems {
 		return ItemWrite{}, invalid("give 1 to %d duplicates to merge into %s.", MaxMergeItems, into)
 	}

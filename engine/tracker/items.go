@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -122,7 +121,7 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 		return nil, err
 	}
 	c := trackrec.CreateWorkItem{ID: id, Project: in.Project, Number: lastNumber + 1, Title: in.Title, Description: in.Description,
-		Status: in.Status, Assignee: in.Assignee, Tags: dedupe(in.Tags)}
+		Status: in.Status, Assignee: in.Assignee, Tags: trackrec.Distinct(in.Tags)}
 	scope := []string{trackrec.ProjectScope(in.Project), trackrec.ItemScope(id)}
 	if in.Parent != "" {
 		pid, err := s.resolve(ctx, tx, in.Parent)
@@ -133,7 +132,7 @@ func (s *Service) decideCreate(ctx context.Context, tx *sql.Tx, in NewWorkItem, 
 		scope = append(scope, trackrec.ItemScope(pid))
 	}
 	*deps = (*deps)[:0]
-	for _, k := range dedupe(in.DependsOn) {
+	for _, k := range trackrec.Distinct(in.DependsOn) {
 		did, err := s.resolve(ctx, tx, k)
 		if err != nil {
 			return nil, err
@@ -176,16 +175,6 @@ func (s *Service) authoredEdgeTargets(ctx context.Context, id, kind string) ([]s
 		return err
 	})
 	return out, err
-}
-
-func dedupe(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, v := range in {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func checkTags(tags []string) error {

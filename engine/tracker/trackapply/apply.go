@@ -106,7 +106,7 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	case trackrec.KindPurge:
 		err = decodeThen(rec, a.purge)
 	case trackrec.KindBulkUpdate, trackrec.KindBulkSet:
-		err = decodeThen(rec, a.bulk)
+		err = decodeThen(rec, func(b *trackrec.BulkUpdate) error { return bulkApply(a, b) })
 	case trackrec.KindEditComment:
 		err = decodeThen(rec, a.editComment)
 	case trackrec.KindUpdateProject:

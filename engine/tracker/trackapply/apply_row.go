@@ -29,7 +29,7 @@ type itemRow struct {
 	Estimate                             float64
 	touched, reindex, created, fields    bool
 	read                                 bool      // read from its row, which base then holds
-	partial                              bool      // read in part (a bulk record's preload): written light only
+	partial                              bool      // read in part (the row bulk apply's preload, a test's): written light only
 	base                                 itemShape // the row as read (apply_write.go)
 	baseCounts                           counts    // its counts as read
 	n                                    int       // history rows this record wrote on the item

@@ -4,7 +4,6 @@ package trackapply
 // row by row.
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 
@@ -12,17 +11,17 @@ import (
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
 
-// rowBulk, when set, makes every bulk record take the row-by-row apply
-// (bulk): a test's seam (export_test.go) to hold the two applies' rows
-// side by side, false in a node.
-var rowBulk bool
+// bulkApply applies a bulk record: bulkBySet in a node. A test swaps in
+// the row-by-row apply (bulk_row_test.go, through RowBulk) to hold the
+// two applies' rows side by side.
+var bulkApply = (*apply).bulkBySet
 
 // setChunk is the most ids one of bulkBySet's statements takes: a test's
 // seam (export_test.go) cuts it to a few.
 var setChunk = MaxRowsPerStatement
 
-// bulkBySet applies a bulk record, writing what the row apply (bulk, then
-// finish) writes: for every item of the record's project, a history row
+// bulkBySet applies a bulk record, writing what the row apply (bulkByRow,
+// then finish) writes: for every item of the record's project, a history row
 // per change in the order the row apply numbers them (status, assignee,
 // then each tag and each watcher the item did not hold, in the order
 // given), its reopens and hand-offs, the set rows, and the row's
@@ -151,7 +150,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 			history: true, status: true})
 		moved, sets = append(moved, statusMoves), append(sets, "status = "+pStatus)
 		if !trackrec.Closed(*b.Status) {
-			sets = append(sets, "reopens = reopens + (status IN ("+quoted(closedStatuses())+"))")
+			sets = append(sets, "reopens = reopens + (status IN ("+closedSQL+"))")
 		}
 	}
 	if b.Assignee != nil {
@@ -170,7 +169,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 		field, table, col string
 		vals              []string
 	}{{"tag", "tracker_tags", "tag", b.AddTags}, {"watcher", "tracker_watchers", "watcher", b.AddWatchers}} {
-		for _, v := range distinct(set.vals) {
+		for _, v := range trackrec.Distinct(set.vals) {
 			steps = append(steps,
 				setStep{q: historyInsert + earlierHistory + `, '` + set.field + `', '', ` + pValue + `, handoffs, ` + pTS + ofProject +
 					`NOT EXISTS (SELECT 1 FROM ` + set.table + ` s WHERE s.item = tracker_items.id AND s.` + set.col + ` = ` + pValue + `) AND id IN (`,
@@ -186,36 +185,4 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.item = tracker_items.id AND h.seq = ` + pSeq + `) AND id IN (`})
 	}
 	return steps
-}
-
-// distinct is vals without the repeats of a value, in the order each
-// first appears: a value given twice is added once.
-func distinct(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// closedStatuses are the statuses trackrec.Closed holds closed.
-func closedStatuses() []string {
-	var out []string
-	for _, s := range trackrec.Statuses {
-		if trackrec.Closed(s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// quoted is vals as SQL string literals, comma-separated.
-func quoted(vals []string) string {
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-	}
-	return strings.Join(out, ",")
 }

@@ -3,16 +3,13 @@ package trackapply_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/crewlet/crewlet/engine/enginetest"
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
-	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
@@ -134,9 +131,7 @@ func openBenchDB(b *testing.B) *benchDB {
 // apply applies a record in tx at the next sequence.
 func (d *benchDB) apply(tx *sql.Tx, kind, subject string, payload any) {
 	d.seq++
-	data, _ := json.Marshal(payload)
-	rec := &record.Record{Kind: kind, Subject: subject, Payload: data, By: "bench"}
-	if err := (trackapply.Domain{}).Apply(context.Background(), tx, rec, statelog.Applying{Seq: d.seq, Time: time.Unix(1_700_000_000+int64(d.seq), 0)}); err != nil {
+	if err := applyByHand(context.Background(), tx, d.seq, kind, subject, payload); err != nil {
 		d.b.Fatal(err)
 	}
 }

@@ -3,20 +3,16 @@ package trackapply_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
-	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/statelog/applytest"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
@@ -94,14 +90,8 @@ func (s *bulkScript) play(ctx context.Context, rt *rapid.T, db *sql.DB) {
 	}
 	defer tx.Rollback()
 	for i, r := range s.recs {
-		data, err := json.Marshal(r.payload)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		seq := uint64(i) + 1
-		rec := &record.Record{Kind: r.kind, Subject: r.subject, Payload: data, By: "tester"}
-		if err := (trackapply.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
-			rt.Fatalf("apply %d %s: %v", seq, r.kind, err)
+		if err := applyByHand(ctx, tx, uint64(i)+1, r.kind, r.subject, r.payload); err != nil {
+			rt.Fatalf("apply %d %s: %v", i+1, r.kind, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -3,7 +3,23 @@ package trackapply
 import (
 	"context"
 	"database/sql"
+	"strings"
+
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
+
+// closedSQL is the statuses trackrec.Closed holds closed, as an SQL list
+// of literals: a reopen is a move out of one of them into an open one,
+// whether the apply counts it (bulkBySet) or Rederive recounts it.
+var closedSQL = func() string {
+	var out []string
+	for _, s := range trackrec.Statuses {
+		if trackrec.Closed(s) {
+			out = append(out, "'"+strings.ReplaceAll(s, "'", "''")+"'")
+		}
+	}
+	return strings.Join(out, ", ")
+}()
 
 // Rederive recomputes every computed column from the rows this node holds
 // (statelog calls it once at boot when RulesVersion changed): each history
@@ -18,7 +34,7 @@ func (Domain) Rederive(ctx context.Context, tx *sql.Tx) (int64, error) {
 		 WHERE tracker_history.item = c.item AND tracker_history.seq = c.seq AND tracker_history.n = c.n AND tracker_history.handoffs != c.h`,
 		`WITH c AS (SELECT item,
 			sum(field = 'assignee') AS handoffs,
-			sum(field = 'status' AND old IN ('done', 'cancelled') AND new NOT IN ('done', 'cancelled')) AS reopens,
+			sum(field = 'status' AND old IN (` + closedSQL + `) AND new NOT IN (` + closedSQL + `)) AS reopens,
 			max(at) AS updated
 			FROM tracker_history GROUP BY item)
 		 UPDATE tracker_items SET handoffs = c.handoffs, reopens = c.reopens, updated_at = c.updated FROM c

@@ -12,8 +12,8 @@ func TraceStatements(trace func(head string, rows int)) (undo func()) {
 // RowBulk makes every bulk record take the row-by-row apply until the
 // returned func undoes it; the same caveat as TraceStatements holds.
 func RowBulk() (undo func()) {
-	rowBulk = true
-	return func() { rowBulk = false }
+	bulkApply = (*apply).bulkByRow
+	return func() { bulkApply = (*apply).bulkBySet }
 }
 
 // SetChunk cuts bulkBySet's ids n to a statement until the returned func

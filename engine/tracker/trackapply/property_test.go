@@ -5,17 +5,13 @@ package trackapply_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
-	"github.com/crewlet/crewlet/engine/record"
 	"github.com/crewlet/crewlet/engine/sqlite"
-	"github.com/crewlet/crewlet/engine/statelog"
 	"github.com/crewlet/crewlet/engine/tracker/trackapply"
 	"github.com/crewlet/crewlet/engine/tracker/trackrec"
 )
@@ -40,10 +36,8 @@ func TestComputedColumnsEqualARecomputation(t *testing.T) {
 	seq := uint64(0)
 	var tx *sql.Tx
 	apply := func(rt *rapid.T, kind, subject string, payload any) {
-		data, _ := json.Marshal(payload)
 		seq++
-		rec := &record.Record{Kind: kind, Subject: subject, Payload: data}
-		if err := (trackapply.Domain{}).Apply(ctx, tx, rec, statelog.Applying{Seq: seq, Time: time.Unix(1_700_000_000+int64(seq), 0)}); err != nil {
+		if err := applyByHand(ctx, tx, seq, kind, subject, payload); err != nil {
 			rt.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package trackrec_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/crewlet/crewlet/engine"
@@ -128,5 +129,19 @@ func TestEveryKindHasAFormatVersion(t *testing.T) {
 func TestMembershipIsTheFrameworks(t *testing.T) {
 	if got, want := trackrec.InProject("ENG"), statelog.MemberPrefix+trackrec.ProjectScope("ENG"); got != want {
 		t.Fatalf("InProject(ENG) = %q, want %q", got, want)
+	}
+}
+
+// TestDistinct: repeats go, the first of each value keeps its place, and
+// nothing given is an empty list (a record's field left out, not null).
+func TestDistinct(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{nil, []string{}},
+		{[]string{"b", "a", "b", "c", "a"}, []string{"b", "a", "c"}},
+		{[]string{"x"}, []string{"x"}},
+	} {
+		if got := trackrec.Distinct(c.in); got == nil || !slices.Equal(got, c.want) {
+			t.Errorf("Distinct(%q) = %#v, want %q", c.in, got, c.want)
+		}
 	}
 }

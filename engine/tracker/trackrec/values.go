@@ -78,3 +78,17 @@ func MirrorOf(kind string) string {
 	}
 	return EdgeRelatesTo
 }
+
+// Distinct is vals without the repeats of a value, in the order each
+// first appears: a tag, watcher or dependency given twice is one. The
+// service dedupes what it records with it, and the bulk apply the values
+// a record carries (an older build's record may repeat one).
+func Distinct(vals []string) []string {
+	out := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
