@@ -39,6 +39,7 @@ type benchOptions struct {
 	perRound           time.Duration
 	kinds              string
 	corpus, bulk       int
+	alwaysCorpus       bool
 	floor              bool
 	asJSON             bool
 	profiles           string
@@ -59,7 +60,7 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs every workload on every target, the order alternating")
 	fs.DurationVar(&o.perRound, "duration", 5*time.Second, "how long each workload runs per target per round")
 	fs.StringVar(&o.kinds, "workloads", "", "comma-separated kinds to run ("+kindNames()+"; toy for the three toy kinds); default all")
-	fs.IntVar(&o.corpus, "corpus", peerbench.DefaultCorpus, "how many items the search workload reads, filed on both targets at set-up when search or bulk runs")
+	fs.IntVar(&o.corpus, "corpus", peerbench.DefaultCorpus, "how many items the search workload reads, filed on both targets at set-up when search or bulk runs, or whatever runs when this flag is given")
 	fs.IntVar(&o.bulk, "bulk-items", peerbench.DefaultBulk, "how many items one bulk update changes (one project of the corpus; at most the tracker's bulk maximum)")
 	fs.BoolVar(&o.floor, "floor", true, "run the bare floor (embedded brokers and a SQLite checkpoint in the bench's own process) beside the targets")
 	fs.BoolVar(&o.asJSON, "json", false, "print the figures as JSON")
@@ -93,6 +94,7 @@ func (c *BenchCommand) parse(args []string) (benchOptions, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.alwaysCorpus = set["corpus"]
 	if set["embedder"] && len(o.nodes) > 0 {
 		return o, usageErrorf("--embedder configures the nodes the bench starts itself, and with --node it starts none: leave --embedder out")
 	}
@@ -148,7 +150,9 @@ func (c *BenchCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	ws, _ := workloads(o.kinds)
-	figs, err := peerbench.Run(ctx, peerbench.Config{Targets: targets, Workloads: ws, Plan: peerbench.PlanFor(ws, o.corpus, o.bulk),
+	plan := peerbench.PlanFor(ws, o.corpus, o.bulk)
+	plan.AlwaysCorpus = o.alwaysCorpus
+	figs, err := peerbench.Run(ctx, peerbench.Config{Targets: targets, Workloads: ws, Plan: plan,
 		Rounds: o.rounds, PerRound: o.perRound, Progress: c.Stderr, Profiles: o.profiles})
 	if err != nil {
 		return err

@@ -47,6 +47,14 @@ func TestBenchWorkloads(t *testing.T) {
 	if o, err := c.parse([]string{"--embedder", "builtin"}); err != nil || o.embedder != "builtin" {
 		t.Errorf("--embedder builtin: %q, %v", o.embedder, err)
 	}
+	// The corpus is filed for every run that names its size, even one
+	// whose workloads do not read it; by default only for those that do.
+	if o, err := c.parse([]string{"--workloads", "create", "--corpus", "1000"}); err != nil || !o.alwaysCorpus || o.corpus != 1000 {
+		t.Errorf("--corpus 1000: always %v, %d, %v", o.alwaysCorpus, o.corpus, err)
+	}
+	if o, err := c.parse([]string{"--workloads", "create"}); err != nil || o.alwaysCorpus {
+		t.Errorf("no --corpus: always %v, %v", o.alwaysCorpus, err)
+	}
 }
 
 // TestBenchFirstNode: --first-node counts a target's nodes from 1; a

@@ -44,7 +44,7 @@ func (c *Crewlet) Setup(ctx context.Context, p Plan) error {
 	if err := c.readVersions(ctx); err != nil {
 		return err
 	}
-	if p.Kinds[Search] || p.Kinds[Bulk] {
+	if p.filesCorpus() {
 		if err := c.fillCorpus(ctx, p); err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func (c *Crewlet) fillCorpus(ctx context.Context, p Plan) error {
 // whichever node they ask (worker i asks node i modulo the fleet's size).
 func (c *Crewlet) settleEverywhere(ctx context.Context, p Plan) error {
 	last := fmt.Sprintf("GT-%d", Workers)
-	if p.Kinds[Search] || p.Kinds[Bulk] {
+	if p.filesCorpus() {
 		last = fmt.Sprintf("%s-%d", corpusProject(p.corpusProjects()-1), p.Corpus-(p.corpusProjects()-1)*p.BulkItems)
 	}
 	for i := range c.BaseURLs {

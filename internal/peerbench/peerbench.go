@@ -112,6 +112,10 @@ type Plan struct {
 	// Corpus is how many items the search reads; BulkItems how many of
 	// them one bulk update changes (one project of the corpus).
 	Corpus, BulkItems int
+	// AlwaysCorpus files the corpus whatever the run measures (--corpus
+	// given): a run of writes alone then meets the database a whole run
+	// does, rather than one of a few rows.
+	AlwaysCorpus bool
 	// Kinds are the kinds the run measures: what is not measured is not
 	// set up.
 	Kinds map[Kind]bool
@@ -137,6 +141,10 @@ func PlanFor(ws []Workload, corpus, bulk int) Plan {
 	}
 	return p
 }
+
+// filesCorpus says whether the set-up files the corpus: when a workload
+// reads it (search, bulk), or when the run asked for it.
+func (p Plan) filesCorpus() bool { return p.AlwaysCorpus || p.Kinds[Search] || p.Kinds[Bulk] }
 
 // corpusProjects is how many projects the corpus is filed in: BulkItems
 // each, the last one holding the rest.

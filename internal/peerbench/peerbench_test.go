@@ -23,3 +23,23 @@ func TestNodeOf(t *testing.T) {
 		t.Errorf("the nodes were changed: %q", bases)
 	}
 }
+
+// TestPlanFilesCorpus: the set-up files the corpus where a workload reads
+// it (search, bulk) or where the run asked for it, and not for a run of
+// writes alone otherwise.
+func TestPlanFilesCorpus(t *testing.T) {
+	writes := []Workload{{Create, 1}, {Update, 64}}
+	if p := PlanFor(writes, 1000, 100); p.filesCorpus() {
+		t.Error("a run of writes alone filed the corpus")
+	}
+	p := PlanFor(writes, 1000, 100)
+	p.AlwaysCorpus = true
+	if !p.filesCorpus() {
+		t.Error("a run that asked for the corpus did not file it")
+	}
+	for _, k := range []Kind{Search, Bulk} {
+		if p := PlanFor([]Workload{{k, 1}}, 1000, 100); !p.filesCorpus() {
+			t.Errorf("%s did not file the corpus it reads", k)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (r *Rqlite) txnOf(ctx context.Context, stmts []stmt) error {
 // reads read.
 func (r *Rqlite) holds(ctx context.Context, i int, p Plan) error {
 	want := []stmt{st("SELECT count(*) FROM bench WHERE id = 1"), st("SELECT count(*) FROM items WHERE key = ?", fmt.Sprintf("GT-%d", Workers))}
-	if p.Kinds[Search] || p.Kinds[Bulk] {
+	if p.filesCorpus() {
 		want = append(want, st("SELECT count(*) > 0 FROM items WHERE key = ?", fmt.Sprintf("%s-1", corpusProject(p.corpusProjects()-1))))
 	}
 	res, err := r.query(ctx, i, "none", want)

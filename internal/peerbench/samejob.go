@@ -215,7 +215,7 @@ func fileSameJob(ctx context.Context, f sameJobFiler, p Plan) (versions [Workers
 			return versions, err
 		}
 	}
-	if !p.Kinds[Search] && !p.Kinds[Bulk] {
+	if !p.filesCorpus() {
 		return versions, nil
 	}
 	for j := 0; j < p.corpusProjects(); j++ {
