@@ -71,6 +71,7 @@ func NewServer(version string, logger *slog.Logger, c tools.Catalogue) *server.M
 func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...server.ToolHandlerMiddleware) *server.MCPServer {
 	logger := componentLogger(o.Logger)
 	hooks := &server.Hooks{}
+	listed := listedSchemas{}
 	comp := tools.Completer{Deps: d, Catalogue: c}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
@@ -83,6 +84,7 @@ func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...serve
 		server.WithPromptCompletionProvider(comp),
 		server.WithResourceCompletionProvider(comp),
 		server.WithHooks(hooks),
+		server.WithToolFilter(listed.restore),
 	}
 	for _, m := range mw {
 		opts = append(opts, server.WithToolHandlerMiddleware(m))
@@ -91,7 +93,7 @@ func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...serve
 		opts = append(opts, server.WithLogging())
 	}
 	s := server.NewMCPServer(ServerName, o.Version, opts...)
-	s.AddTools(rawSchemas(c.Set(d))...)
+	s.AddTools(listed.slim(c.Set(d))...)
 	s.AddResourceTemplates(c.ResourceTemplates(d)...)
 	s.AddPrompts(c.Prompts(d)...)
 	hooks.AddAfterListResources(listResources(c, d, logger))
@@ -148,12 +150,27 @@ func NarrowSurface(s *server.MCPServer, c tools.Catalogue, sf tools.Surface, f t
 	}
 }
 
-// rawSchemas gives each tool its input schema as JSON encoded once, in
-// place of the structured one: mcp-go encodes a tool's structured schema
-// again on every call it checks for x-mcp-header parameters (a twentieth
-// of a tool call's CPU), and a raw one it only copies. The schema a client
-// lists is the same.
-func rawSchemas(ts []server.ServerTool) []server.ServerTool {
+// listedSchemas holds the input schema of each tool registered with a
+// one-line stand-in, to be listed in its place. On every tools/call of the
+// 2026-07-28 protocol mcp-go v1.2.1 derives the called tool's x-mcp-header
+// bindings again from the schema it holds (mcp.ExtractParamHeaderBindings:
+// an encoding and a decoding of the whole schema, about 50 µs of a 2.5 kB
+// one: BenchmarkToolCallSchemaTax), though it only needs the bindings. A
+// tool none of whose parameters travels in a header is therefore
+// registered with {"type":"object"}, which has none either, and the tool
+// filter (mcp-go's tools/list seam, restore) puts its real schema back in
+// every listing, so a client lists what it always did. A tool with a
+// header binding keeps its schema: mcp-go checks those on each call.
+type listedSchemas map[string]json.RawMessage
+
+// standIn is the schema a tool is registered with: an object, no header
+// bindings.
+var standIn = json.RawMessage(`{"type":"object"}`)
+
+// slim encodes each tool's input schema once (mcp-go would otherwise
+// encode a structured one again on each call) and, where it has no header
+// binding, keeps it here and registers the stand-in.
+func (l listedSchemas) slim(ts []server.ServerTool) []server.ServerTool {
 	for i := range ts {
 		raw, err := json.Marshal(ts[i].Tool.InputSchema)
 		if err != nil {
@@ -161,6 +178,22 @@ func rawSchemas(ts []server.ServerTool) []server.ServerTool {
 		}
 		ts[i].Tool.RawInputSchema = raw
 		ts[i].Tool.InputSchema = mcpgo.ToolInputSchema{}
+		if len(mcpgo.ExtractParamHeaderBindings(&ts[i].Tool)) > 0 {
+			continue
+		}
+		l[ts[i].Tool.Name] = raw
+		ts[i].Tool.RawInputSchema = standIn
+	}
+	return ts
+}
+
+// restore is the tool filter: each listed tool (a copy of the registered
+// one) gets its real schema back.
+func (l listedSchemas) restore(_ context.Context, ts []mcpgo.Tool) []mcpgo.Tool {
+	for i := range ts {
+		if raw, ok := l[ts[i].Name]; ok {
+			ts[i].RawInputSchema = raw
+		}
 	}
 	return ts
 }
