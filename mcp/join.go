@@ -62,10 +62,12 @@ type Forwarder interface {
 // node gave it, with the node named in _meta.
 func NewJoinedServer(fw Forwarder, c tools.Catalogue, version string, logger *slog.Logger) *server.MCPServer {
 	logger = componentLogger(logger)
-	s := newBareServer(version, logger)
+	s, listed := newBareServer(version, logger)
+	var ts []server.ServerTool
 	for _, t := range c.Definitions(tools.Operator, tools.Filter{}) {
-		s.AddTool(t, joinForward(fw, t, logger))
+		ts = append(ts, server.ServerTool{Tool: t, Handler: joinForward(fw, t, logger)})
 	}
+	s.AddTools(listed.slim(ts)...)
 	return s
 }
 

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -71,7 +70,6 @@ func NewServer(version string, logger *slog.Logger, c tools.Catalogue) *server.M
 func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...server.ToolHandlerMiddleware) *server.MCPServer {
 	logger := componentLogger(o.Logger)
 	hooks := &server.Hooks{}
-	listed := listedSchemas{}
 	comp := tools.Completer{Deps: d, Catalogue: c}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
@@ -84,7 +82,6 @@ func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...serve
 		server.WithPromptCompletionProvider(comp),
 		server.WithResourceCompletionProvider(comp),
 		server.WithHooks(hooks),
-		server.WithToolFilter(listed.restore),
 	}
 	for _, m := range mw {
 		opts = append(opts, server.WithToolHandlerMiddleware(m))
@@ -92,7 +89,7 @@ func build(c tools.Catalogue, d tools.Deps, o Options, instr string, mw ...serve
 	if o.Logs != nil {
 		opts = append(opts, server.WithLogging())
 	}
-	s := server.NewMCPServer(ServerName, o.Version, opts...)
+	s, listed := newToolServer(o.Version, opts...)
 	s.AddTools(listed.slim(c.Set(d))...)
 	s.AddResourceTemplates(c.ResourceTemplates(d)...)
 	s.AddPrompts(c.Prompts(d)...)
@@ -148,52 +145,4 @@ func NarrowSurface(s *server.MCPServer, c tools.Catalogue, sf tools.Surface, f t
 	if len(drop) > 0 {
 		s.DeleteTools(drop...)
 	}
-}
-
-// listedSchemas holds the input schema of each tool registered with a
-// one-line stand-in, to be listed in its place. On every tools/call of the
-// 2026-07-28 protocol mcp-go v1.2.1 derives the called tool's x-mcp-header
-// bindings again from the schema it holds (mcp.ExtractParamHeaderBindings:
-// an encoding and a decoding of the whole schema, about 50 µs of a 2.5 kB
-// one: BenchmarkToolCallSchemaTax), though it only needs the bindings. A
-// tool none of whose parameters travels in a header is therefore
-// registered with {"type":"object"}, which has none either, and the tool
-// filter (mcp-go's tools/list seam, restore) puts its real schema back in
-// every listing, so a client lists what it always did. A tool with a
-// header binding keeps its schema: mcp-go checks those on each call.
-type listedSchemas map[string]json.RawMessage
-
-// standIn is the schema a tool is registered with: an object, no header
-// bindings.
-var standIn = json.RawMessage(`{"type":"object"}`)
-
-// slim encodes each tool's input schema once (mcp-go would otherwise
-// encode a structured one again on each call) and, where it has no header
-// binding, keeps it here and registers the stand-in.
-func (l listedSchemas) slim(ts []server.ServerTool) []server.ServerTool {
-	for i := range ts {
-		raw, err := json.Marshal(ts[i].Tool.InputSchema)
-		if err != nil {
-			continue // left structured: mcp-go encodes it as before
-		}
-		ts[i].Tool.RawInputSchema = raw
-		ts[i].Tool.InputSchema = mcpgo.ToolInputSchema{}
-		if len(mcpgo.ExtractParamHeaderBindings(&ts[i].Tool)) > 0 {
-			continue
-		}
-		l[ts[i].Tool.Name] = raw
-		ts[i].Tool.RawInputSchema = standIn
-	}
-	return ts
-}
-
-// restore is the tool filter: each listed tool (a copy of the registered
-// one) gets its real schema back.
-func (l listedSchemas) restore(_ context.Context, ts []mcpgo.Tool) []mcpgo.Tool {
-	for i := range ts {
-		if raw, ok := l[ts[i].Name]; ok {
-			ts[i].RawInputSchema = raw
-		}
-	}
-	return ts
 }

@@ -45,10 +45,12 @@ func NewRemoteServer(ctx context.Context, url, token string, version string, log
 		return nil, nil, remoteErr(url, "list tools", err)
 	}
 
-	s := newBareServer(version, logger)
+	s, listed := newBareServer(version, logger)
+	ts := make([]server.ServerTool, 0, len(list.Tools))
 	for _, t := range list.Tools {
-		s.AddTool(t, forward(c, url, logger))
+		ts = append(ts, server.ServerTool{Tool: t, Handler: forward(c, url, logger)})
 	}
+	s.AddTools(listed.slim(ts)...)
 	logger.InfoContext(ctx, "mcp_remote_connected", slog.Int("tools", len(list.Tools)))
 	return s, c.Close, nil
 }

@@ -71,12 +71,13 @@ func floorsOf(fl tools.Floors) []engine.Position {
 // nowhere.
 func NewJoinedSeatServer(fw Forwarder, c tools.Catalogue, floors tools.Floors, node, version string, logger *slog.Logger) *server.MCPServer {
 	logger = componentLogger(logger)
-	s := server.NewMCPServer(ServerName, version,
+	s, listed := newToolServer(version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(seatInstructions),
 		server.WithToolHandlerMiddleware(recovery(logger)),
 		server.WithToolHandlerMiddleware(seatTurn()),
 	)
+	var ts []server.ServerTool
 	seatOnly := c.SeatOnly()
 	for _, t := range c.Definitions(tools.Seat, tools.Filter{}) {
 		idem := t.Annotations.IdempotentHint != nil && *t.Annotations.IdempotentHint
@@ -84,8 +85,9 @@ func NewJoinedSeatServer(fw Forwarder, c tools.Catalogue, floors tools.Floors, n
 		// ledger answers a copy that already ran. A turn's start records
 		// an attempt each time, so it is sent again only when idempotent.
 		resendable := !seatOnly[t.Name] || idem
-		s.AddTool(t, joinSeatForward(fw, floors, node, resendable, logger))
+		ts = append(ts, server.ServerTool{Tool: t, Handler: joinSeatForward(fw, floors, node, resendable, logger)})
 	}
+	s.AddTools(listed.slim(ts)...)
 	return s
 }
 

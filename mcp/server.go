@@ -21,12 +21,12 @@ const instructions = "Crewlet is a replicated work tracker. Reads answer at line
 	"Every write answers an op_id and an outcome: applied; pending (durable, do not retry); unknown (call again with the same arguments and that op_id). " +
 	"Every answer's text is its JSON object. A refusal is a result with isError whose text is the JSON object {refused, message, retry_after_seconds?}: do what the message says."
 
-// newBareServer is a server with Crewlet's options and no tools: the
+// newBareServer is a server with Crewlet's options and no tools yet: the
 // proxies' (a remote node's, a data node's through the estate), which
-// forward tool calls alone. mcp-go's input schema validation stays off
-// (see build).
-func newBareServer(version string, logger *slog.Logger) *server.MCPServer {
-	return server.NewMCPServer(ServerName, version,
+// forward tool calls alone; they register theirs through listed.
+// mcp-go's input schema validation stays off (see build).
+func newBareServer(version string, logger *slog.Logger) (s *server.MCPServer, listed listedSchemas) {
+	return newToolServer(version,
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
 		server.WithToolHandlerMiddleware(recovery(logger)),
