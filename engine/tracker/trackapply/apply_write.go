@@ -77,12 +77,12 @@ type lightWrites struct {
 	by [4]*rowBuffer
 	// uniform are the items whose counts and version kept their values,
 	// so that only scoped_through and updated_at moved, to the record's
-	// own seq and ts, and maybe status, grouped by the status they take.
-	// That is what a bulk record does to most of its items (a bulk
-	// status change: every item not reopened; tags or watchers: every
-	// item). Each group is written by one UPDATE over a list of docs,
-	// its values bound once, rather than joined row by row against a
-	// table of six or seven values each (the join and its values were
+	// own seq and ts, and maybe status, grouped by the status they take
+	// (items a record changes that are not its own; the row-by-row bulk
+	// apply, now bulkBySet's reference in bulk_row_test.go, wrote most of
+	// its items so). Each group is written by one UPDATE over a list of
+	// docs, its values bound once, rather than joined row by row against
+	// a table of six or seven values each (the join and its values were
 	// most of a bulk's row writes); a row written either way is the same
 	// row. An assignee that moves always moves handoffs too, so such a
 	// row goes by the join.

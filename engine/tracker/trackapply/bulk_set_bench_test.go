@@ -20,7 +20,8 @@ import (
 // by hand as the applier applies it:
 //
 //   - set: by statements over its ids (bulkBySet, what a node does);
-//   - row: row by row (the apply a bulk with tags or watchers takes);
+//   - row: row by row (bulkByRow, the reference in bulk_row_test.go,
+//     what builds before the set apply ran);
 //   - filter: the same history rows and row writes by the project's
 //     status index rather than by ids, rqlite's statements in the bench's
 //     same job on this schema: the floor under addressing items by id.

@@ -23,9 +23,9 @@ import (
 // ids (bulkBySet); on any state of its items (open, closed, in progress,
 // assigned or not, holding some of the tags and watchers or none, in
 // another project, trashed, missing, given twice, in one statement or
-// across several: the test cuts the ids three to a statement), it leaves every table of the database as the row-by-row
-// apply leaves it, history rows, computed columns and the project's active
-// count included. Two databases take the same records, one of them with
+// across several: the test cuts the ids three to a statement), it leaves
+// every table of the database as the row-by-row apply leaves it, history
+// rows, computed columns and the project's active count included. Two databases take the same records, one of them with
 // the row apply forced (trackapply.RowBulk), and are compared row by row.
 func TestBulkBySetWritesTheRowApplysRows(t *testing.T) {
 	ctx := context.Background()
