@@ -209,7 +209,7 @@ func (a *apply) finish() error {
 		}
 		rows += n
 		if it.reindex {
-			if err := a.reindex(it); err != nil {
+			if err := a.reindex(it, false); err != nil {
 				return err
 			}
 			rows++
@@ -244,14 +244,32 @@ func (a *apply) finish() error {
 }
 
 // reindex replaces an item's search posting: title, description and its
-// comments, in the apply's own transaction.
-func (a *apply) reindex(it *itemRow) error {
+// comments, in the apply's own transaction. comments is whether the
+// item's comments changed.
+func (a *apply) reindex(it *itemRow, comments bool) error {
 	if it.created && a.creating {
 		// A new item has no comments yet.
 		a.held.search.add(it.Doc, it.Title, it.Description, "")
 		return nil
 	}
-	if !it.created {
+	if !it.created && !comments && postingInPlace {
+		// Only the title or the description changed: the posting's
+		// comments are still its comments (every change of a comment
+		// reindexes saying so, and a purge deletes the posting with
+		// them), so the posting is rewritten in place, a third less
+		// work for FTS5 than a delete and an insert
+		// (BenchmarkPostingRewrite), and the same rows
+		// (TestPostingInPlaceWritesTheSameRows). An item with no posting
+		// (none is known; a held one is flushed before any record that
+		// is not a create) gets one written whole below.
+		res, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_search SET title = ?, description = ? WHERE rowid = ?`, it.Title, it.Description, it.Doc)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+	} else if !it.created {
 		if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
 			return err
 		}
@@ -261,6 +279,11 @@ func (a *apply) reindex(it *itemRow) error {
 		it.Doc, it.Title, it.Description, it.ID)
 	return err
 }
+
+// postingInPlace is whether a title or description edit rewrites the
+// search posting in place; a test turns it off to hold the two ways'
+// rows equal.
+var postingInPlace = true
 
 // recount sets a project's active count (its items in progress and not in
 // the trash). The project's row changes without the record being about it

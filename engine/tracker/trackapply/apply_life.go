@@ -39,7 +39,7 @@ func (a *apply) commentChanged(it *itemRow, field, old, new string) error {
 		return err
 	}
 	a.at.Wrote(1)
-	return a.reindex(it)
+	return a.reindex(it, true)
 }
 
 // editComment changes a comment where its author is the record's: a

@@ -22,3 +22,12 @@ func SetChunk(n int) (undo func()) {
 	setChunk = n
 	return func() { setChunk = MaxRowsPerStatement }
 }
+
+// PostingByDeleteInsert makes a title or description edit delete its
+// item's search posting and insert it again, as builds before the
+// in-place rewrite do, until the returned func undoes it; the same caveat
+// as TraceStatements holds.
+func PostingByDeleteInsert() (undo func()) {
+	postingInPlace = false
+	return func() { postingInPlace = true }
+}

@@ -21,11 +21,10 @@ import (
 // FTS5 carries out an UPDATE as a delete and an insert too, but here the
 // update took about two thirds of the delete-insert's CPU (31 against 49
 // µs a rewrite), which BenchmarkApplyDrainUpdates, whose noise is larger
-// than the difference a record, did not show. The apply still deletes and
-// inserts: an update that leaves the comments as stored is the same rows
-// only while every change of a comment rewrites its posting (it does:
-// commentChanged), and that is to be held by a differential test, as
-// bulkBySet's is, before a node writes it so.
+// than the difference a record, did not show. The apply rewrites a title
+// or description edit's posting in place (reindex); a comment's change
+// still deletes and inserts it, its comments read again.
+// TestPostingInPlaceWritesTheSameRows holds the two ways' rows equal.
 // cpu-µs/rewrite is this process's CPU over the rewrites and commits.
 //
 //	go test -run '^$' -bench PostingRewrite -benchtime 20000x ./engine/tracker/trackapply/
