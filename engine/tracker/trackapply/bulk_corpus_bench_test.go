@@ -1,0 +1,152 @@
+package trackapply_test
+
+import (
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crewlet/crewlet/engine/enginetest"
+	"github.com/crewlet/crewlet/engine/statelog"
+	"github.com/crewlet/crewlet/engine/tracker/trackrec"
+)
+
+// BenchmarkBulkOnCorpus applies the peer bench's bulk (one project's 20
+// 000 items moved between open and in_progress) to a database shaped as
+// the bench's node holds it, where BenchmarkBulkStatusApply's is shaped
+// for the apply alone:
+//
+//   - 100 000 items in five projects, filed as the bench's corpus is (a
+//     bulk create of 100 at a time, the projects' creates interleaved),
+//     ids as a node derives them (a clock prefix shared by one bulk
+//     create, a random tail), titles and descriptions of the corpus's
+//     length;
+//   - the history kept, as a node keeps it: every bulk adds its 20 000
+//     rows beside the ones before;
+//   - the record cut into the node's chunks (statelog.MaxTxRows rows: 2
+//     000 items a record, a transaction each), or one record (whole);
+//   - tracker_history as the schema keys it (keyed: WITHOUT ROWID, by
+//     item, seq and n), then relaid as a rowid table (rowid: the same
+//     key as a separate index), the rows the same.
+//
+// cpu-ms/bulk is this process's CPU over the apply and its commits;
+// wal-pages/bulk the pages those commits wrote; with -v, the last bulk's
+// pages by b-tree. Where the bulk's pages go says which lever is left:
+// tracker_history is keyed by (item, seq, n), so a bulk's history rows
+// land beside each item's earlier ones, across the whole tree, where a
+// history appended in sequence order would fill pages at its end.
+//
+//	go test -run '^$' -bench BulkOnCorpus -benchtime 4x -v ./engine/tracker/trackapply/
+func BenchmarkBulkOnCorpus(b *testing.B) {
+	const projects, perProject, perCreate = 5, 20000, 100
+	d := openBenchDB(b)
+	defer d.db.Close()
+	// One connection, with no automatic checkpoint: a chunked bulk's
+	// commits would otherwise checkpoint the WAL whose frames are counted.
+	d.db.SetMaxOpenConns(1)
+	if _, err := d.db.Exec(`PRAGMA wal_autocheckpoint(0)`); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(w, " ")
+	}
+	var bulkIDs []string
+	d.inTx(func(tx *sql.Tx) {
+		for p := range projects {
+			key := fmt.Sprintf("C%d", p)
+			d.apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject(key), trackrec.CreateProject{Key: key, Name: key})
+		}
+		clock := uint64(0x01a2528561e5)
+		for n := 0; n < perProject; n += perCreate {
+			for p := range projects {
+				clock++
+				for j := range perCreate {
+					id := fmt.Sprintf("wi_%012x%020x", clock, rng.Uint64())
+					d.apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(id), trackrec.CreateWorkItem{ID: id, Project: fmt.Sprintf("C%d", p),
+						Number: int64(n + j + 1), Title: text(6), Description: text(30), Status: trackrec.StatusOpen})
+					if p == 2 {
+						bulkIDs = append(bulkIDs, id)
+					}
+				}
+			}
+		}
+	})
+	status := []string{trackrec.StatusInProgress, trackrec.StatusOpen}
+	flip := 0
+	chunk := statelog.MaxTxRows / (trackrec.BulkUpdate{Status: &status[0]}).RowsPerItem()
+	run := func(name string) {
+		b.Run(name, func(b *testing.B) {
+			per := len(bulkIDs)
+			if strings.HasSuffix(name, "chunked") {
+				per = chunk
+			}
+			var cpu time.Duration
+			pages := 0
+			var last map[string]int
+			for i := 0; i < b.N; i++ {
+				to := &status[flip%2]
+				flip++
+				byTree, n := enginetest.CommitPages(b, d.db, func() error {
+					c0 := enginetest.CPUTime()
+					for start := 0; start < len(bulkIDs); start += per {
+						d.inTx(func(tx *sql.Tx) {
+							d.apply(tx, trackrec.KindBulkUpdate, trackrec.ProjectSubject("C2"),
+								trackrec.BulkUpdate{Project: "C2", Items: bulkIDs[start:min(start+per, len(bulkIDs))], Status: to})
+						})
+					}
+					cpu += enginetest.CPUTime() - c0
+					return nil
+				})
+				pages, last = pages+n, byTree
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/bulk")
+			b.ReportMetric(float64(pages)/float64(b.N), "wal-pages/bulk")
+			b.Logf("the last bulk's WAL pages by b-tree: %s", byShare(last))
+		})
+	}
+	for _, name := range []string{"keyed/chunked", "keyed/whole", "keyed/chunked", "keyed/whole"} {
+		run(name)
+	}
+	// The same rows with tracker_history relaid as a rowid table (its
+	// key then a separate index): the rows append, the index entries go
+	// beside each item's.
+	d.inTx(func(tx *sql.Tx) {
+		for _, q := range []string{
+			`CREATE TABLE tracker_history_rowid (item TEXT NOT NULL, seq INTEGER NOT NULL, n INTEGER NOT NULL, field TEXT NOT NULL, old TEXT NOT NULL,
+				new TEXT NOT NULL, handoffs INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (item, seq, n))`,
+			`INSERT INTO tracker_history_rowid SELECT * FROM tracker_history ORDER BY seq, item, n`,
+			`DROP TABLE tracker_history`,
+			`ALTER TABLE tracker_history_rowid RENAME TO tracker_history`,
+		} {
+			if _, err := tx.Exec(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, name := range []string{"rowid/chunked", "rowid/whole", "rowid/chunked", "rowid/whole"} {
+		run(name)
+	}
+}
+
+// byShare renders pages by b-tree, largest first.
+func byShare(pages map[string]int) string {
+	names := make([]string, 0, len(pages))
+	for n := range pages {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return pages[names[i]] > pages[names[j]] })
+	var out []string
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%s %d", n, pages[n]))
+	}
+	return strings.Join(out, ", ")
+}
