@@ -38,3 +38,7 @@ func SetsColumns(ctx context.Context, db *sql.DB, key string) (load, get string,
 	}
 	return string(l), string(g), noSets(l), noSets(g), nil
 }
+
+// CreatedAnswers is how many creates this process answered with the item
+// their apply filed rather than one read back (domain.Answer).
+func CreatedAnswers() uint64 { return createdAnswers.Load() }

@@ -124,8 +124,14 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	if err := a.owed(rec); err != nil {
 		return err
 	}
-	if err := a.finish(); err != nil || batched {
+	if err := a.finish(); err != nil {
 		return err
+	}
+	if creating {
+		a.noteCreated()
+	}
+	if batched {
+		return nil
 	}
 	return held.Flush(ctx, tx, at) // applied by hand: nothing else flushes it
 }

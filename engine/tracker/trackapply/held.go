@@ -25,6 +25,9 @@ type heldRows struct {
 	keys     *rowBuffer
 	search   *rowBuffer
 	by       *rowBuffer
+	// created is the last create's item, for its write's answer
+	// (created.go).
+	created createdRow
 }
 
 type projectCounter struct {
