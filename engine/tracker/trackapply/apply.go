@@ -121,19 +121,26 @@ func (Domain) Apply(ctx context.Context, tx *sql.Tx, rec *record.Record, at stat
 	if err != nil {
 		return err
 	}
+	return a.close(rec, batched)
+}
+
+// close ends the record's apply: what it owes, its rows written, the item
+// a create filed noted for its answer, and, applied by hand, what it
+// held back written (nothing else flushes it).
+func (a *apply) close(rec *record.Record, batched bool) error {
 	if err := a.owed(rec); err != nil {
 		return err
 	}
 	if err := a.finish(); err != nil {
 		return err
 	}
-	if creating {
+	if a.creating {
 		a.noteCreated()
 	}
 	if batched {
 		return nil
 	}
-	return held.Flush(ctx, tx, at) // applied by hand: nothing else flushes it
+	return a.held.Flush(a.ctx, a.tx, a.at)
 }
 
 // owed writes what the record owes beside its rows: the mirrors its

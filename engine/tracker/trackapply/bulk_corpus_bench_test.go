@@ -50,36 +50,7 @@ func BenchmarkBulkOnCorpus(b *testing.B) {
 	if _, err := d.db.Exec(`PRAGMA wal_autocheckpoint(0)`); err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
-	text := func(n int) string {
-		w := make([]string, n)
-		for i := range w {
-			w[i] = words[rng.IntN(len(words))]
-		}
-		return strings.Join(w, " ")
-	}
-	var bulkIDs []string
-	d.inTx(func(tx *sql.Tx) {
-		for p := range projects {
-			key := fmt.Sprintf("C%d", p)
-			d.apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject(key), trackrec.CreateProject{Key: key, Name: key})
-		}
-		clock := uint64(0x01a2528561e5)
-		for n := 0; n < perProject; n += perCreate {
-			for p := range projects {
-				clock++
-				for j := range perCreate {
-					id := fmt.Sprintf("wi_%012x%020x", clock, rng.Uint64())
-					d.apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(id), trackrec.CreateWorkItem{ID: id, Project: fmt.Sprintf("C%d", p),
-						Number: int64(n + j + 1), Title: text(6), Description: text(30), Status: trackrec.StatusOpen})
-					if p == 2 {
-						bulkIDs = append(bulkIDs, id)
-					}
-				}
-			}
-		}
-	})
+	bulkIDs := fileCorpus(d, projects, perProject, perCreate)
 	status := []string{trackrec.StatusInProgress, trackrec.StatusOpen}
 	flip := 0
 	chunk := statelog.MaxTxRows / (trackrec.BulkUpdate{Status: &status[0]}).RowsPerItem()
@@ -135,6 +106,41 @@ func BenchmarkBulkOnCorpus(b *testing.B) {
 	for _, name := range []string{"rowid/chunked", "rowid/whole", "rowid/chunked", "rowid/whole"} {
 		run(name)
 	}
+}
+
+// fileCorpus files projects×perProject items as the bench's corpus is
+// filed (see BenchmarkBulkOnCorpus) and returns the ids of project C2's.
+func fileCorpus(d *benchDB, projects, perProject, perCreate int) (bulkIDs []string) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega")
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(w, " ")
+	}
+	d.inTx(func(tx *sql.Tx) {
+		for p := range projects {
+			key := fmt.Sprintf("C%d", p)
+			d.apply(tx, trackrec.KindCreateProject, trackrec.ProjectSubject(key), trackrec.CreateProject{Key: key, Name: key})
+		}
+		clock := uint64(0x01a2528561e5)
+		for n := 0; n < perProject; n += perCreate {
+			for p := range projects {
+				clock++
+				for j := range perCreate {
+					id := fmt.Sprintf("wi_%012x%020x", clock, rng.Uint64())
+					d.apply(tx, trackrec.KindCreateWorkItem, trackrec.ItemSubject(id), trackrec.CreateWorkItem{ID: id, Project: fmt.Sprintf("C%d", p),
+						Number: int64(n + j + 1), Title: text(6), Description: text(30), Status: trackrec.StatusOpen})
+					if p == 2 {
+						bulkIDs = append(bulkIDs, id)
+					}
+				}
+			}
+		}
+	})
+	return bulkIDs
 }
 
 // byShare renders pages by b-tree, largest first.
