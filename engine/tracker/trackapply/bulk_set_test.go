@@ -28,9 +28,17 @@ import (
 // rows, computed columns and the project's active count included. Two databases take the same records, one of them with
 // the row apply forced (trackapply.RowBulk), and are compared row by row.
 func TestBulkBySetWritesTheRowApplysRows(t *testing.T) {
+	defer trackapply.SetChunk(3)()
+	sameRowsBothWays(t, drawBulkScript, trackapply.RowBulk, nil)
+}
+
+// sameRowsBothWays applies each script draw draws to two databases, the
+// second with an older build's apply forced (force, undone after), and
+// fails where their rows differ: every ordinary table (dumpTables), and
+// what extra renders where it is given.
+func sameRowsBothWays(t *testing.T, draw func(*rapid.T) *bulkScript, force func() (undo func()), extra func(context.Context, *rapid.T, *sql.DB) string) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	defer trackapply.SetChunk(3)()
 	// Each case's two databases are copies of one file that holds the
 	// schema: making a database's schema costs more than a case.
 	template := filepath.Join(dir, "schema.db")
@@ -42,26 +50,29 @@ func TestBulkBySetWritesTheRowApplysRows(t *testing.T) {
 	round := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		round++
-		script := drawBulkScript(rt)
+		script := draw(rt)
 		var dumps [2]string
-		for i, side := range []string{"set", "row"} {
+		for i, side := range []string{"new", "old"} {
 			path := filepath.Join(dir, fmt.Sprintf("%s-%d.db", side, round))
 			if err := os.WriteFile(path, schema, 0o600); err != nil {
 				rt.Fatal(err)
 			}
 			db := openApplyDB(rt, path)
-			if side == "row" {
-				undo := trackapply.RowBulk()
+			if side == "old" {
+				undo := force()
 				script.play(ctx, rt, db)
 				undo()
 			} else {
 				script.play(ctx, rt, db)
 			}
 			dumps[i] = dumpTables(ctx, rt, db)
+			if extra != nil {
+				dumps[i] += extra(ctx, rt, db)
+			}
 			db.Close()
 		}
 		if dumps[0] != dumps[1] {
-			rt.Fatalf("the applies differ:\nby set:\n%s\nby row:\n%s", dumps[0], dumps[1])
+			rt.Fatalf("the applies differ:\nthis build's:\n%s\nthe older build's:\n%s", dumps[0], dumps[1])
 		}
 	})
 }
