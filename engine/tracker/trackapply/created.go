@@ -1,6 +1,7 @@
 package trackapply
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/crewlet/crewlet/engine/statelog"
@@ -36,11 +37,7 @@ func CreatedBy(at statelog.Applying) (c Created, ok bool) {
 		return Created{}, false
 	}
 	it := held.created.it
-	tags := make([]string, 0, len(it.tags))
-	for t := range it.tags {
-		tags = append(tags, t)
-	}
-	slices.Sort(tags)
+	tags := slices.Sorted(maps.Keys(it.tags))
 	return Created{ID: it.ID, Key: it.Key, Project: it.Project, Number: it.Number,
 		Title: it.Title, Description: it.Description, Status: it.Status, Assignee: it.Assignee,
 		Priority: it.Priority, Due: it.Due, Type: it.Type, Estimate: it.Estimate, Version: max(it.Version, it.Scoped),
