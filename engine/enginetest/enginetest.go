@@ -6,7 +6,8 @@
 // latency percentiles, the process's CPU time (CPUTime) and the mean time
 // writes spent in each phase (WritePhases, ReportWritePhases), and which
 // tables and indexes a commit wrote to the WAL (WALPages); and a file's
-// tracker_items put back in an older build's layout (OlderItemsLayout).
+// tracker_items and tracker_history put back in an older build's layouts
+// (OlderItemsLayout, OlderHistoryLayout).
 // Tests only.
 package enginetest
 

@@ -43,10 +43,64 @@ func OlderItemsLayout(ctx context.Context, db *sql.DB, schema string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, q := range []string{olderItemsLayout, `INSERT INTO tracker_items_older SELECT * FROM tracker_items`, `DROP TABLE tracker_items`,
+	for _, q := range []string{`DROP TRIGGER IF EXISTS tracker_history_older`, olderItemsLayout, `INSERT INTO tracker_items_older SELECT * FROM tracker_items`, `DROP TABLE tracker_items`,
 		`ALTER TABLE tracker_items_older RENAME TO tracker_items`, schema} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("older items layout: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// olderHistoryLayout is tracker_history as builds before the appended
+// layout made it: a WITHOUT ROWID table keyed by (item, seq, n), without
+// the item's doc. Frozen here, as those builds wrote it.
+const olderHistoryLayout = `CREATE TABLE tracker_history_older (
+	item     TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	n        INTEGER NOT NULL,
+	field    TEXT NOT NULL,
+	old      TEXT NOT NULL,
+	new      TEXT NOT NULL,
+	handoffs INTEGER NOT NULL,
+	at       INTEGER NOT NULL,
+	PRIMARY KEY (item, seq, n)
+) WITHOUT ROWID`
+
+// OlderHistoryLayout rewrites db's tracker_history, rows as they are, into
+// the layout of builds before it appended (its index and trigger go with
+// the table, as those builds had neither): a file such a build wrote. With
+// items, tracker_items is put back too, its indexes made again from their
+// own text, as builds before either layout change wrote the file.
+func OlderHistoryLayout(ctx context.Context, db *sql.DB, items bool) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var indexes []string
+	if items {
+		rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'tracker_items' AND sql IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return err
+			}
+			indexes = append(indexes, q)
+		}
+		rows.Close()
+		indexes = append([]string{olderItemsLayout, `INSERT INTO tracker_items_older SELECT * FROM tracker_items`, `DROP TABLE tracker_items`,
+			`ALTER TABLE tracker_items_older RENAME TO tracker_items`}, indexes...)
+	}
+	for _, q := range append([]string{olderHistoryLayout,
+		`INSERT INTO tracker_history_older SELECT item, seq, n, field, old, new, handoffs, at FROM tracker_history`,
+		`DROP TABLE tracker_history`, `ALTER TABLE tracker_history_older RENAME TO tracker_history`}, indexes...) {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("older history layout: %w", err)
 		}
 	}
 	return tx.Commit()

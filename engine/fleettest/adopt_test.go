@@ -251,8 +251,8 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 
 	// No donor answers in time: n3 opens held, its reads and writes
 	// refuse below_floor, and both clear on their own once it adopts; the
-	// rows it adopts are relaid into this build's layout, and still
-	// converge with the donors' in the older one.
+	// rows it adopts are relaid into this build's layouts, and still
+	// converge with the donors' in the older ones.
 	r.refuse.Store(true)
 	r.reboot(t, func() { r.write(t, 3); r.trim(t) })
 	refusesBelowFloor(t, r.c.Node(2))
@@ -265,22 +265,47 @@ func TestAdoptBelowTheFloor(t *testing.T) {
 	r.adopted(t, 3)
 	rebuiltBehind(t, r.recs[2])
 	logged(t, r.recs[2], engine.EvTablesRelaid, "of the adopted rows", func(a map[string]any) bool {
-		return a[engine.LogDomain] == string(engine.DomainTracker) && a["tables"] == "tracker_items"
+		return a[engine.LogDomain] == string(engine.DomainTracker) && a["tables"] == "tracker_items,tracker_history"
 	})
+	r.converged(t) // n3's relaid rows hash as the donors' in the older layouts
+	r.upgradeDonors(t)
 	r.write(t, 1)
 	r.converged(t)
 	r.nothingLostNothingTwice(t)
 }
 
-// olderDonors puts n1's and n2's tracker_items in an older build's
-// layout, as on nodes of that build: a snapshot either takes carries it,
-// and the replica of a node that restores one into its open database
-// relays it as it resumes.
+// olderDonors puts n1's and n2's tracker_items and tracker_history in the
+// layouts of builds before either was relaid, as on nodes of such a
+// build: a snapshot either takes carries them, and the replica of a node
+// that restores one into its open database relays them as it resumes.
 func (r *adoptRig) olderDonors(t *testing.T) {
 	t.Helper()
 	for i := 0; i < 2; i++ {
-		if err := enginetest.OlderItemsLayout(context.Background(), r.c.Node(i).DB(), trackapply.Domain{}.Schema()); err != nil {
+		if err := enginetest.OlderHistoryLayout(context.Background(), r.c.Node(i).DB(), true); err != nil {
 			t.Fatalf("n%d: %v", i+1, err)
+		}
+	}
+}
+
+// upgradeDonors relays n1's and n2's tables as this build's open does
+// (their build upgraded): this build writes history rows only in its own
+// layout, so the donors take no record in the older one.
+func (r *adoptRig) upgradeDonors(t *testing.T) {
+	t.Helper()
+	for i := 0; i < 2; i++ {
+		db := r.c.Node(i).DB()
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (trackapply.Domain{}).Relay(context.Background(), tx); err != nil {
+			t.Fatalf("n%d: %v", i+1, err)
+		}
+		if _, err := tx.Exec(trackapply.Domain{}.Schema()); err != nil {
+			t.Fatalf("n%d: %v", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -17,6 +17,14 @@ var nodeLocal = map[string]map[string]bool{
 	"statelog_ledger": {"applied_at": true},
 }
 
+// layoutOnly are the columns a layout added to repeat a value the file
+// holds elsewhere, left out of every hash so a copy in an older layout
+// (without them) hashes alike: tracker_history's doc is its item's
+// tracker_items.doc, which is hashed there.
+var layoutOnly = map[string]map[string]bool{
+	"tracker_history": {"doc": true},
+}
+
 // TableHashes hashes every table q sees, in one pass over each: the row
 // count and a sha256 of the rows in the table's own order (its key), which
 // two copies of the same rows share. An FTS5 table's shadow tables hold
@@ -65,9 +73,12 @@ func TableHashes(ctx context.Context, q querier) (map[string]string, error) {
 // key it had when its hash was first taken, so a copy in either layout
 // (a node of an older build, a snapshot it took) hashes alike.
 // tracker_items was a WITHOUT ROWID table keyed by id and is a rowid
-// table keyed by doc now (engine/tracker/trackapply's itemsColumns).
+// table keyed by doc now (engine/tracker/trackapply's itemsColumns);
+// tracker_history was keyed by (item, seq, n) and appends now
+// (historyColumns).
 var hashOrder = map[string]string{
-	"tracker_items": "id",
+	"tracker_items":   "id",
+	"tracker_history": "item, seq, n",
 }
 
 // tableHash hashes a table's rows in its own order (its key, or the one
@@ -92,7 +103,7 @@ func tableHash(ctx context.Context, q querier, table string, virtual bool) (stri
 	}
 	skip := make([]bool, len(names))
 	for i, c := range names {
-		skip[i] = nodeLocal[table][c]
+		skip[i] = nodeLocal[table][c] || layoutOnly[table][c]
 	}
 	vals := make([]any, len(names))
 	ptrs := make([]any, len(names))

@@ -132,10 +132,11 @@ type Domain interface {
 // Relayer is a Domain whose tables' layout changed between builds in a
 // way CREATE TABLE IF NOT EXISTS cannot reach (a table made a rowid
 // table, say): Relay rewrites a file's older layout into the current one
-// inside the open's schema transaction, after Schema ran, and keeps every
-// row and column as it was, so the rows, their hashes and what every
-// record applies to stay the same. It answers what it rewrote, empty
-// where the file was already current.
+// inside the open's schema transaction, before Schema runs (which may
+// index a column only the current layout has; a table not there yet is a
+// new file's), and keeps every row and column as it was, so the rows,
+// their hashes and what every record applies to stay the same. It answers
+// what it rewrote, empty where the file was already current.
 type Relayer interface {
 	Relay(ctx context.Context, tx *sql.Tx) ([]string, error)
 }

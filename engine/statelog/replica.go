@@ -407,7 +407,7 @@ func (r *Replica) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, ddl := range []string{Schema, evictionSchema, auditSchema, generationsSchema, ledger.Schema, r.cfg.Domain.Schema()} {
+	for _, ddl := range []string{Schema, evictionSchema, auditSchema, generationsSchema, ledger.Schema} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 		}
@@ -415,6 +415,8 @@ func (r *Replica) migrate(ctx context.Context) error {
 	if err := addRetainedStoredAt(ctx, tx); err != nil {
 		return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 	}
+	// The domain's older layouts are rewritten before its schema runs: the
+	// schema may index a column only the current layout has.
 	if rl, ok := r.cfg.Domain.(Relayer); ok {
 		t0 := time.Now()
 		tables, err := rl.Relay(ctx, tx)
@@ -424,6 +426,9 @@ func (r *Replica) migrate(ctx context.Context) error {
 		if len(tables) > 0 {
 			r.log.Info(engine.EvTablesRelaid, "tables", strings.Join(tables, ","), "took", time.Since(t0).String())
 		}
+	}
+	if _, err := tx.ExecContext(ctx, r.cfg.Domain.Schema()); err != nil {
+		return fmt.Errorf("statelog: schema of %s: %w", r.domain, err)
 	}
 	return tx.Commit()
 }

@@ -50,7 +50,7 @@ func (s *Service) ItemHistory(ctx context.Context, r engine.ReadOptions, key str
 		if err != nil {
 			return scope, err
 		}
-		rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE item = ? ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
+		rows, err := s.replica.Prepared(tx).QueryContext(ctx, `SELECT seq, field, old, new, at FROM (SELECT seq, n, field, old, new, at FROM tracker_history WHERE doc = (SELECT doc FROM tracker_items WHERE id = ?) ORDER BY seq DESC, n DESC LIMIT ?) ORDER BY seq, n`, id, MaxReadHistory)
 		if err != nil {
 			return scope, err
 		}

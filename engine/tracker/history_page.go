@@ -65,7 +65,7 @@ func (s *Service) ListItemHistory(ctx context.Context, r engine.ReadOptions, key
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT h.seq, h.n, coalesce(b.by, ''), h.field, h.old, h.new, h.at FROM tracker_history h
 			LEFT JOIN tracker_record_by b ON b.seq = h.seq
-			WHERE h.item = ? AND (h.seq < ? OR (h.seq = ? AND h.n < ?)) ORDER BY h.seq DESC, h.n DESC LIMIT ?`,
+			WHERE h.doc = (SELECT doc FROM tracker_items WHERE id = ?) AND (h.seq < ? OR (h.seq = ? AND h.n < ?)) ORDER BY h.seq DESC, h.n DESC LIMIT ?`,
 			id, beforeSeq, beforeSeq, beforeN, limit+1)
 		if err != nil {
 			return scope, err

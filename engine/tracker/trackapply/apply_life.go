@@ -33,7 +33,7 @@ func (a *apply) comment(c *trackrec.Comment) error {
 // touching the item's row version: a history row, updated_at and the
 // search posting.
 func (a *apply) commentChanged(it *itemRow, field, old, new string) error {
-	a.hist.add(it.ID, a.seq, it.n, field, old, new, it.Handoffs, a.ts)
+	a.hist.add(it.ID, a.seq, it.n, field, old, new, it.Handoffs, a.ts, it.Doc)
 	it.n++
 	if _, err := a.at.Exec(a.ctx, a.tx, `UPDATE tracker_items SET updated_at = ? WHERE id = ?`, a.ts, it.ID); err != nil {
 		return err

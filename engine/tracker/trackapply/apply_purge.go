@@ -121,15 +121,17 @@ func (a *apply) destroy(it *itemRow) error {
 	for _, del := range []string{
 		`DELETE FROM tracker_tags WHERE item = ?`, `DELETE FROM tracker_watchers WHERE item = ?`,
 		`DELETE FROM tracker_edges WHERE item = ?`, `DELETE FROM tracker_comments WHERE item = ?`,
-		`DELETE FROM tracker_history WHERE item = ?`, `DELETE FROM tracker_comment_versions WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
+		`DELETE FROM tracker_comment_versions WHERE item = ?`, `DELETE FROM tracker_items WHERE id = ?`,
 		`DELETE FROM tracker_item_fields WHERE id = ?`,
 	} {
 		if _, err := a.at.Exec(a.ctx, a.tx, del, it.ID); err != nil {
 			return err
 		}
 	}
-	if _, err := a.at.Exec(a.ctx, a.tx, `DELETE FROM tracker_search WHERE rowid = ?`, it.Doc); err != nil {
-		return err
+	for _, del := range []string{`DELETE FROM tracker_history WHERE doc = ?`, `DELETE FROM tracker_search WHERE rowid = ?`} {
+		if _, err := a.at.Exec(a.ctx, a.tx, del, it.Doc); err != nil {
+			return err
+		}
 	}
 	if _, err := a.at.Exec(a.ctx, a.tx, `INSERT INTO tracker_purged(id, key, seq) VALUES(?,?,?) ON CONFLICT DO NOTHING`, it.ID, it.Key, a.seq); err != nil {
 		return err

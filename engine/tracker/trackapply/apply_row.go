@@ -162,7 +162,7 @@ func (a *apply) change(it *itemRow, field, old, new string) {
 	}
 	it.touched = true
 	it.Updated = a.ts
-	a.hist.add(it.ID, a.seq, it.n, field, old, new, it.Handoffs, a.ts)
+	a.hist.add(it.ID, a.seq, it.n, field, old, new, it.Handoffs, a.ts, it.Doc)
 	it.n++
 }
 

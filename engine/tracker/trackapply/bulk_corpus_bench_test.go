@@ -27,38 +27,70 @@ import (
 //   - the history kept, as a node keeps it: every bulk adds its 20 000
 //     rows beside the ones before;
 //   - the record cut into the node's chunks (statelog.MaxTxRows rows: 2
-//     000 items a record, a transaction each), or one record (whole);
-//   - tracker_history as the schema keys it (keyed: WITHOUT ROWID, by
-//     item, seq and n), then relaid as a rowid table (rowid: the same
-//     key as a separate index), the rows the same;
-//   - the keyed history again with a 32 MB page cache (keyed-cache32M).
+//     000 items a record, a transaction each), or one record (whole).
+//
+// Each layout of tracker_history gets a corpus of its own and the same
+// bulks in the same order:
+//
+//   - appended: the schema's, a rowid table in sequence order with a
+//     small index on (doc, seq, n);
+//   - keyed: as builds before it keyed it, a WITHOUT ROWID table by
+//     (item, seq, n) (with this build's doc column, which the apply
+//     writes), so a bulk's rows land beside each item's earlier ones,
+//     across the whole tree;
+//   - appended-cache32M: the schema's with a 32 MB page cache on the one
+//     connection, where the node's is SQLite's default 2 MB (the node's
+//     bulk profile spilled its cache, pagerStress, and read pages back,
+//     unixRead).
 //
 // cpu-ms/bulk is this process's CPU over the apply and its commits;
 // wal-pages/bulk the pages those commits wrote; with -v, the last bulk's
-// pages by b-tree. Where the bulk's pages go says which lever is left:
-// tracker_history is keyed by (item, seq, n), so a bulk's history rows
-// land beside each item's earlier ones, across the whole tree, where a
-// history appended in sequence order would fill pages at its end.
+// pages by b-tree.
 //
-//	go test -run '^$' -bench BulkOnCorpus -benchtime 4x -v ./engine/tracker/trackapply/
+//	go test -run '^$' -bench BulkOnCorpus -benchtime 2x -v ./engine/tracker/trackapply/
 func BenchmarkBulkOnCorpus(b *testing.B) {
+	for _, layout := range []string{"appended", "keyed", "appended-cache32M"} {
+		b.Run(layout, func(b *testing.B) { bulkOnCorpus(b, layout) })
+	}
+}
+
+// keyedHistory relays tracker_history as builds before the appended
+// layout keyed it (with the doc column this build writes).
+var keyedHistory = []string{
+	`DROP TABLE tracker_history`,
+	`CREATE TABLE tracker_history (item TEXT NOT NULL, seq INTEGER NOT NULL, n INTEGER NOT NULL, field TEXT NOT NULL, old TEXT NOT NULL,
+		new TEXT NOT NULL, handoffs INTEGER NOT NULL, at INTEGER NOT NULL, doc INTEGER, PRIMARY KEY (item, seq, n)) WITHOUT ROWID`,
+}
+
+func bulkOnCorpus(b *testing.B, layout string) {
 	const projects, perProject, perCreate = 5, 20000, 100
 	d := openBenchDB(b)
 	defer d.db.Close()
 	// One connection, with no automatic checkpoint: a chunked bulk's
 	// commits would otherwise checkpoint the WAL whose frames are counted.
 	d.db.SetMaxOpenConns(1)
-	if _, err := d.db.Exec(`PRAGMA wal_autocheckpoint(0)`); err != nil {
-		b.Fatal(err)
+	setup := []string{`PRAGMA wal_autocheckpoint(0)`}
+	switch layout {
+	case "keyed":
+		setup = append(setup, keyedHistory...)
+	case "appended-cache32M":
+		setup = append(setup, `PRAGMA cache_size(-32768)`)
 	}
+	for _, q := range setup {
+		if _, err := d.db.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
 	bulkIDs := fileCorpus(d, projects, perProject, perCreate)
+	b.StartTimer()
 	status := []string{trackrec.StatusInProgress, trackrec.StatusOpen}
 	flip := 0
 	chunk := statelog.MaxTxRows / (trackrec.BulkUpdate{Status: &status[0]}).RowsPerItem()
-	run := func(name string) {
+	for _, name := range []string{"chunked", "whole", "chunked", "whole"} {
 		b.Run(name, func(b *testing.B) {
 			per := len(bulkIDs)
-			if strings.HasSuffix(name, "chunked") {
+			if name == "chunked" {
 				per = chunk
 			}
 			var cpu time.Duration
@@ -84,40 +116,6 @@ func BenchmarkBulkOnCorpus(b *testing.B) {
 			b.ReportMetric(float64(pages)/float64(b.N), "wal-pages/bulk")
 			b.Logf("the last bulk's WAL pages by b-tree: %s", byShare(last))
 		})
-	}
-	for _, name := range []string{"keyed/chunked", "keyed/whole", "keyed/chunked", "keyed/whole"} {
-		run(name)
-	}
-	// The same with a 32 MB page cache on the one connection, where the
-	// node's is SQLite's default 2 MB: the node's bulk profile spilled
-	// its cache (pagerStress) and read pages back (unixRead).
-	if _, err := d.db.Exec(`PRAGMA cache_size(-32768)`); err != nil {
-		b.Fatal(err)
-	}
-	for _, name := range []string{"keyed-cache32M/chunked", "keyed-cache32M/chunked"} {
-		run(name)
-	}
-	if _, err := d.db.Exec(`PRAGMA cache_size(-2000)`); err != nil {
-		b.Fatal(err)
-	}
-	// The same rows with tracker_history relaid as a rowid table (its
-	// key then a separate index): the rows append, the index entries go
-	// beside each item's.
-	d.inTx(func(tx *sql.Tx) {
-		for _, q := range []string{
-			`CREATE TABLE tracker_history_rowid (item TEXT NOT NULL, seq INTEGER NOT NULL, n INTEGER NOT NULL, field TEXT NOT NULL, old TEXT NOT NULL,
-				new TEXT NOT NULL, handoffs INTEGER NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (item, seq, n))`,
-			`INSERT INTO tracker_history_rowid SELECT * FROM tracker_history ORDER BY seq, item, n`,
-			`DROP TABLE tracker_history`,
-			`ALTER TABLE tracker_history_rowid RENAME TO tracker_history`,
-		} {
-			if _, err := tx.Exec(q); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	for _, name := range []string{"rowid/chunked", "rowid/whole", "rowid/chunked", "rowid/whole"} {
-		run(name)
 	}
 }
 

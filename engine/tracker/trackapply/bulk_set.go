@@ -124,14 +124,17 @@ const (
 )
 
 const (
-	historyInsert = `INSERT OR FAIL INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ` + pSeq + `, `
+	historyInsert = `INSERT OR FAIL INTO tracker_history(item, seq, n, field, old, new, handoffs, at, doc) SELECT id, ` + pSeq + `, `
 	// ofProject leads every WHERE: the item's project is compared
 	// unindexed (+project), so each id is found by its own index rather
 	// than the project's items scanned.
 	ofProject = ` FROM tracker_items WHERE +project = ` + pProject + ` AND `
 	// earlierHistory numbers a history row after those the record wrote
 	// on the item before it.
-	earlierHistory = `(SELECT count(*) FROM tracker_history h WHERE h.item = tracker_items.id AND h.seq = ` + pSeq + `)`
+	earlierHistory = `(SELECT count(*) FROM tracker_history h WHERE h.doc = tracker_items.doc AND h.seq = ` + pSeq + `)`
+	// historyTail ends a history row's values with the item's doc and
+	// opens the WHERE.
+	historyTail = pTS + `, doc` + ofProject
 )
 
 // bulkSteps are the statements of b, in order: the status's and the
@@ -146,7 +149,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	var moved, sets []string
 	statusMoves := "status != " + pStatus
 	if b.Status != nil {
-		steps = append(steps, setStep{q: historyInsert + `0, 'status', status, ` + pStatus + `, handoffs, ` + pTS + ofProject + statusMoves + ` AND id IN (`,
+		steps = append(steps, setStep{q: historyInsert + `0, 'status', status, ` + pStatus + `, handoffs, ` + historyTail + statusMoves + ` AND id IN (`,
 			history: true, status: true})
 		moved, sets = append(moved, statusMoves), append(sets, "status = "+pStatus)
 		if !trackrec.Closed(*b.Status) {
@@ -155,7 +158,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	}
 	if b.Assignee != nil {
 		assigneeMoves := "assignee != " + pAssignee
-		steps = append(steps, setStep{q: historyInsert + earlierHistory + `, 'assignee', assignee, ` + pAssignee + `, handoffs + 1, ` + pTS + ofProject + assigneeMoves + ` AND id IN (`,
+		steps = append(steps, setStep{q: historyInsert + earlierHistory + `, 'assignee', assignee, ` + pAssignee + `, handoffs + 1, ` + historyTail + assigneeMoves + ` AND id IN (`,
 			history: true})
 		moved, sets = append(moved, assigneeMoves), append(sets, "assignee = "+pAssignee, "handoffs = handoffs + ("+assigneeMoves+")")
 	}
@@ -171,7 +174,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	}{{"tag", "tracker_tags", "tag", b.AddTags}, {"watcher", "tracker_watchers", "watcher", b.AddWatchers}} {
 		for _, v := range trackrec.Distinct(set.vals) {
 			steps = append(steps,
-				setStep{q: historyInsert + earlierHistory + `, '` + set.field + `', '', ` + pValue + `, handoffs, ` + pTS + ofProject +
+				setStep{q: historyInsert + earlierHistory + `, '` + set.field + `', '', ` + pValue + `, handoffs, ` + historyTail +
 					`NOT EXISTS (SELECT 1 FROM ` + set.table + ` s WHERE s.item = tracker_items.id AND s.` + set.col + ` = ` + pValue + `) AND id IN (`,
 					value: v, history: true},
 				setStep{q: `INSERT OR FAIL INTO ` + set.table + `(item, ` + set.col + `) SELECT id, ` + pValue + ofProject + `id IN (`,
@@ -182,7 +185,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	if added {
 		steps = append(steps, setStep{q: `UPDATE OR FAIL tracker_items SET scoped_through = ` + pSeq + `, updated_at = ` + pTS +
 			strings.TrimPrefix(ofProject, " FROM tracker_items") + `scoped_through != ` + pSeq +
-			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.item = tracker_items.id AND h.seq = ` + pSeq + `) AND id IN (`})
+			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.doc = tracker_items.doc AND h.seq = ` + pSeq + `) AND id IN (`})
 	}
 	return steps
 }

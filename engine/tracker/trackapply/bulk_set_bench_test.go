@@ -69,7 +69,7 @@ func BenchmarkBulkStatusApply(b *testing.B) {
 			d.seq++
 			ts := time.Unix(1_700_000_000+int64(d.seq), 0).UnixNano()
 			for _, q := range []string{
-				`INSERT INTO tracker_history(item, seq, n, field, old, new, handoffs, at) SELECT id, ?1, 0, 'status', status, ?2, handoffs, ?3 FROM tracker_items WHERE project = ?4 AND status = ?5`,
+				`INSERT INTO tracker_history(item, seq, n, field, old, new, handoffs, at, doc) SELECT id, ?1, 0, 'status', status, ?2, handoffs, ?3, doc FROM tracker_items WHERE project = ?4 AND status = ?5`,
 				`UPDATE tracker_items SET status = ?2, scoped_through = ?1, updated_at = ?3 WHERE project = ?4 AND status = ?5`,
 			} {
 				if res, err := tx.Exec(q, d.seq, to, ts, "BK", from); err != nil {
@@ -148,7 +148,7 @@ func (d *benchDB) forget(ids []string) {
 			for _, id := range chunk {
 				args = append(args, id)
 			}
-			if _, err := tx.Exec(`DELETE FROM tracker_history WHERE seq = ? AND item IN (`+sqlite.Placeholders(len(chunk))+`)`, args...); err != nil {
+			if _, err := tx.Exec(`DELETE FROM tracker_history WHERE seq = ? AND doc IN (SELECT doc FROM tracker_items WHERE id IN (`+sqlite.Placeholders(len(chunk))+`))`, args...); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -29,9 +29,8 @@ var closedSQL = func() string {
 func (Domain) Rederive(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var total int64
 	for _, q := range []string{
-		`WITH c AS (SELECT item, seq, n, sum(field = 'assignee') OVER (PARTITION BY item ORDER BY seq, n) AS h FROM tracker_history)
-		 UPDATE tracker_history SET handoffs = c.h FROM c
-		 WHERE tracker_history.item = c.item AND tracker_history.seq = c.seq AND tracker_history.n = c.n AND tracker_history.handoffs != c.h`,
+		`WITH c AS (SELECT rowid AS r, sum(field = 'assignee') OVER (PARTITION BY doc ORDER BY seq, n) AS h FROM tracker_history)
+		 UPDATE tracker_history SET handoffs = c.h FROM c WHERE tracker_history.rowid = c.r AND tracker_history.handoffs != c.h`,
 		`WITH c AS (SELECT item,
 			sum(field = 'assignee') AS handoffs,
 			sum(field = 'status' AND old IN (` + closedSQL + `) AND new NOT IN (` + closedSQL + `)) AS reopens,

@@ -46,7 +46,7 @@ func newHeldRows() statelog.Held {
 }
 
 func newHistBuffer() *rowBuffer {
-	return newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at"}, "")
+	return newRowBuffer("tracker_history", []string{"item", "seq", "n", "field", "old", "new", "handoffs", "at", "doc"}, "")
 }
 
 // Flush writes everything held and forgets it: a record after the flush

@@ -60,17 +60,14 @@ CREATE TABLE IF NOT EXISTS tracker_comments (
 	at     INTEGER NOT NULL,
 	PRIMARY KEY (item, seq)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS tracker_history (
-	item     TEXT NOT NULL,
-	seq      INTEGER NOT NULL,
-	n        INTEGER NOT NULL,
-	field    TEXT NOT NULL,
-	old      TEXT NOT NULL,
-	new      TEXT NOT NULL,
-	handoffs INTEGER NOT NULL,
-	at       INTEGER NOT NULL,
-	PRIMARY KEY (item, seq, n)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tracker_history (` + historyColumns + `);
+CREATE UNIQUE INDEX IF NOT EXISTS tracker_history_doc ON tracker_history(doc, seq, n);
+-- An older build writes no doc: the trigger fills it from the item, so a
+-- file this build wrote serves that build too (a donor's snapshot in a
+-- rolling upgrade, say). This build always writes it.
+CREATE TRIGGER IF NOT EXISTS tracker_history_older AFTER INSERT ON tracker_history WHEN NEW.doc IS NULL BEGIN
+	UPDATE tracker_history SET doc = (SELECT doc FROM tracker_items WHERE id = NEW.item) WHERE rowid = NEW.rowid;
+END;
 CREATE TABLE IF NOT EXISTS tracker_purged (
 	id  TEXT PRIMARY KEY,
 	key TEXT NOT NULL,
@@ -109,4 +106,28 @@ const itemsColumns = `
 	created_at     INTEGER NOT NULL,
 	updated_at     INTEGER NOT NULL,
 	UNIQUE (project, number)
+`
+
+// historyColumns are tracker_history's columns. It is a rowid table that
+// appends, with the item's doc beside its id and a small index on (doc,
+// seq, n): it was a WITHOUT ROWID table keyed by (item, seq, n) up to
+// this build, so each record's history rows went beside the item's earlier
+// ones, across the whole tree. A bulk touching 20 000 items wrote most of
+// its pages there, more with every bulk (BenchmarkBulkOnCorpus). The
+// columns before doc keep their order and every value, so a file of
+// either layout holds the same rows (Relay rewrites the older one) and
+// hashes alike (snapshot's hashOrder reads it in (item, seq, n) order and
+// leaves doc out, which tracker_items.doc repeats). doc is NULL only for
+// the moment between an older build's insert and the trigger that fills
+// it.
+const historyColumns = `
+	item     TEXT NOT NULL,
+	seq      INTEGER NOT NULL,
+	n        INTEGER NOT NULL,
+	field    TEXT NOT NULL,
+	old      TEXT NOT NULL,
+	new      TEXT NOT NULL,
+	handoffs INTEGER NOT NULL,
+	at       INTEGER NOT NULL,
+	doc      INTEGER
 `
