@@ -49,11 +49,17 @@ func (a *apply) bulkBySet(b *trackrec.BulkUpdate) error {
 	var statusMoved, rows int64
 	for start := 0; start < len(b.Items); {
 		n := sqlite.ChunkLen(len(b.Items)-start, per)
-		ids := b.Items[start : start+n]
+		docs, err := a.docsOf(b.Items[start : start+n])
 		start += n
+		if err != nil {
+			return err
+		}
+		if len(docs) == 0 {
+			continue
+		}
 		for _, st := range steps {
 			fixed[5] = st.value
-			got, err := a.execOver(st, fixed, ids)
+			got, err := a.execOver(st, fixed, docs)
 			if err != nil {
 				return err
 			}
@@ -76,22 +82,43 @@ func (a *apply) bulkBySet(b *trackrec.BulkUpdate) error {
 	return nil
 }
 
-// execOver runs st over ids and returns the rows it changed. Its text
+// docsOf are the docs of the items ids names that the file holds, each
+// once: the steps find their rows by doc, tracker_items' rowid, so each
+// id is sought in its index once a chunk rather than once a statement.
+func (a *apply) docsOf(ids []string) ([]any, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := a.at.Query(a.ctx, a.tx, `SELECT doc FROM tracker_items WHERE id IN (`+sqlite.Placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	docs := make([]any, 0, len(ids))
+	for rows.Next() {
+		var doc int64
+		if err := rows.Scan(&doc); err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
+	}
+	return docs, rows.Err()
+}
+
+// execOver runs st over docs and returns the rows it changed. Its text
 // binds the fixed values it names first (as far as the highest it names:
 // a plain ? takes the number after the highest named before it), the ids
 // after them as plain placeholders. Numbered ids (?7, ?8, …) would have
 // cost a lookup through every numbered name for each of them as the
 // driver binds it: quadratic, a fifth of a maximal bulk.
-func (a *apply) execOver(st setStep, fixed []any, ids []string) (int64, error) {
+func (a *apply) execOver(st setStep, fixed []any, docs []any) (int64, error) {
 	named := len(fixed)
 	for named > 0 && !strings.Contains(st.q, "?"+strconv.Itoa(named)) {
 		named--
 	}
-	args := append(make([]any, 0, named+len(ids)), fixed[:named]...)
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	res, err := a.at.Exec(a.ctx, a.tx, st.q+sqlite.Placeholders(len(ids))+`)`+st.tail, args...)
+	args := append(append(make([]any, 0, named+len(docs)), fixed[:named]...), docs...)
+	res, err := a.at.Exec(a.ctx, a.tx, st.q+sqlite.Placeholders(len(docs))+`)`+st.tail, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -126,8 +153,8 @@ const (
 const (
 	historyInsert = `INSERT OR FAIL INTO tracker_history(item, seq, n, field, old, new, handoffs, at, doc) SELECT id, ` + pSeq + `, `
 	// ofProject leads every WHERE: the item's project is compared
-	// unindexed (+project), so each id is found by its own index rather
-	// than the project's items scanned.
+	// unindexed (+project), so each row is found by its doc (the rowid,
+	// docsOf) rather than the project's items scanned.
 	ofProject = ` FROM tracker_items WHERE +project = ` + pProject + ` AND `
 	// earlierHistory numbers a history row after those the record wrote
 	// on the item before it.
@@ -149,7 +176,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	var moved, sets []string
 	statusMoves := "status != " + pStatus
 	if b.Status != nil {
-		steps = append(steps, setStep{q: historyInsert + `0, 'status', status, ` + pStatus + `, handoffs, ` + historyTail + statusMoves + ` AND id IN (`,
+		steps = append(steps, setStep{q: historyInsert + `0, 'status', status, ` + pStatus + `, handoffs, ` + historyTail + statusMoves + ` AND doc IN (`,
 			history: true, status: true})
 		moved, sets = append(moved, statusMoves), append(sets, "status = "+pStatus)
 		if !trackrec.Closed(*b.Status) {
@@ -158,14 +185,14 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	}
 	if b.Assignee != nil {
 		assigneeMoves := "assignee != " + pAssignee
-		steps = append(steps, setStep{q: historyInsert + earlierHistory + `, 'assignee', assignee, ` + pAssignee + `, handoffs + 1, ` + historyTail + assigneeMoves + ` AND id IN (`,
+		steps = append(steps, setStep{q: historyInsert + earlierHistory + `, 'assignee', assignee, ` + pAssignee + `, handoffs + 1, ` + historyTail + assigneeMoves + ` AND doc IN (`,
 			history: true})
 		moved, sets = append(moved, assigneeMoves), append(sets, "assignee = "+pAssignee, "handoffs = handoffs + ("+assigneeMoves+")")
 	}
 	if len(moved) > 0 {
 		sets = append(sets, "scoped_through = "+pSeq, "updated_at = "+pTS)
 		steps = append(steps, setStep{q: `UPDATE OR FAIL tracker_items SET ` + strings.Join(sets, ", ") + strings.TrimPrefix(ofProject, " FROM tracker_items") +
-			`(` + strings.Join(moved, " OR ") + `) AND id IN (`})
+			`(` + strings.Join(moved, " OR ") + `) AND doc IN (`})
 	}
 	added := false
 	for _, set := range []struct {
@@ -175,9 +202,9 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 		for _, v := range trackrec.Distinct(set.vals) {
 			steps = append(steps,
 				setStep{q: historyInsert + earlierHistory + `, '` + set.field + `', '', ` + pValue + `, handoffs, ` + historyTail +
-					`NOT EXISTS (SELECT 1 FROM ` + set.table + ` s WHERE s.item = tracker_items.id AND s.` + set.col + ` = ` + pValue + `) AND id IN (`,
+					`NOT EXISTS (SELECT 1 FROM ` + set.table + ` s WHERE s.item = tracker_items.id AND s.` + set.col + ` = ` + pValue + `) AND doc IN (`,
 					value: v, history: true},
-				setStep{q: `INSERT OR FAIL INTO ` + set.table + `(item, ` + set.col + `) SELECT id, ` + pValue + ofProject + `id IN (`,
+				setStep{q: `INSERT OR FAIL INTO ` + set.table + `(item, ` + set.col + `) SELECT id, ` + pValue + ofProject + `doc IN (`,
 					tail: ` ON CONFLICT DO NOTHING`, value: v})
 			added = true
 		}
@@ -185,7 +212,7 @@ func bulkSteps(b *trackrec.BulkUpdate) []setStep {
 	if added {
 		steps = append(steps, setStep{q: `UPDATE OR FAIL tracker_items SET scoped_through = ` + pSeq + `, updated_at = ` + pTS +
 			strings.TrimPrefix(ofProject, " FROM tracker_items") + `scoped_through != ` + pSeq +
-			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.doc = tracker_items.doc AND h.seq = ` + pSeq + `) AND id IN (`})
+			` AND EXISTS (SELECT 1 FROM tracker_history h WHERE h.doc = tracker_items.doc AND h.seq = ` + pSeq + `) AND doc IN (`})
 	}
 	return steps
 }
