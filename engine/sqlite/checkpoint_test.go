@@ -24,8 +24,8 @@ func TestCheckpointerCopiesTheWALBack(t *testing.T) {
 	if err := db.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&backstop); err != nil {
 		t.Fatal(err)
 	}
-	if backstop != 4000 {
-		t.Fatalf("wal_autocheckpoint = %d, want the 4000-page backstop", backstop)
+	if backstop != 16000 {
+		t.Fatalf("wal_autocheckpoint = %d, want the 16000-page backstop", backstop)
 	}
 	if _, err := db.Exec(`CREATE TABLE big(id INTEGER PRIMARY KEY, v TEXT)`); err != nil {
 		t.Fatal(err)
