@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
-	"strings"
 
 	"github.com/crewlet/crewlet/engine/audit"
 	"github.com/crewlet/crewlet/engine/metrics"
@@ -37,7 +35,7 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 	for _, r := range n.replicas() {
 		domains = append(domains, string(r.Domain()))
 	}
-	ledgerRows := LedgerRowsByDomain(ctx, n.db, domains)
+	ledgerRows := ledger.RowsByDomain(ctx, n.db, domains)
 	for _, r := range n.replicas() {
 		rep := r.Replication(ctx)
 		stats := r.Stats()
@@ -64,32 +62,6 @@ func (n *Node) metricsState(ctx context.Context) metrics.NodeState {
 	}
 	st.Duties = n.dutyStates(ctx)
 	return st
-}
-
-// LedgerRowsByDomain counts the operation ledger's rows of each of
-// domains, in one pass over the table: the ledger has no index by domain
-// (nothing else reads it so), so a count for each domain read the whole
-// table once a domain, and a GROUP BY sorts it (BenchmarkLedgerRows). A
-// failed read counts none.
-func LedgerRowsByDomain(ctx context.Context, db *sql.DB, domains []string) map[string]int64 {
-	out := make(map[string]int64, len(domains))
-	if len(domains) == 0 {
-		return out
-	}
-	cols := make([]string, len(domains))
-	args := make([]any, len(domains))
-	counts := make([]any, len(domains))
-	vals := make([]int64, len(domains))
-	for i, d := range domains {
-		cols[i], args[i], counts[i] = `count(*) FILTER (WHERE domain = ?)`, d, &vals[i]
-	}
-	if err := db.QueryRowContext(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM statelog_ledger`, args...).Scan(counts...); err != nil {
-		return out
-	}
-	for i, d := range domains {
-		out[d] = vals[i]
-	}
-	return out
 }
 
 // Audit is the node's audit trail (GET /api/v1/audit).

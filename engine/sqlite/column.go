@@ -10,18 +10,23 @@ import (
 func Strings(ctx context.Context, q interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }, query string, args ...any) ([]string, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+	return Column[string](q.QueryContext(ctx, query, args...))
+}
+
+// Column reads the one column of rows (a query's answer, and its error)
+// as T, in order, and closes them.
+func Column[T any](rows *sql.Rows, err error) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

@@ -90,20 +90,12 @@ func (a *apply) docsOf(ids []string) ([]any, error) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := a.at.Query(a.ctx, a.tx, `SELECT doc FROM tracker_items WHERE id IN (`+sqlite.Placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return nil, err
+	docs, err := sqlite.Column[int64](a.at.Query(a.ctx, a.tx, `SELECT doc FROM tracker_items WHERE id IN (`+sqlite.Placeholders(len(ids))+`)`, args...))
+	out := make([]any, len(docs))
+	for i, d := range docs {
+		out[i] = d
 	}
-	defer rows.Close()
-	docs := make([]any, 0, len(ids))
-	for rows.Next() {
-		var doc int64
-		if err := rows.Scan(&doc); err != nil {
-			return nil, err
-		}
-		docs = append(docs, doc)
-	}
-	return docs, rows.Err()
+	return out, err
 }
 
 // execOver runs st over docs and returns the rows it changed. Its text

@@ -29,6 +29,7 @@ var _ statelog.Relayer = Domain{}
 // new one (no table yet).
 func (Domain) Relay(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	var out []string
+	history := false
 	for _, t := range []struct {
 		table string
 		relay func(context.Context, *sql.Tx) error
@@ -37,6 +38,7 @@ func (Domain) Relay(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
+		history = history || (t.table == "tracker_history" && ddl != "")
 		if !strings.Contains(strings.ToUpper(ddl), "WITHOUT ROWID") {
 			continue
 		}
@@ -48,8 +50,10 @@ func (Domain) Relay(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	// A row an older build wrote on a file of this layout whose trigger
 	// found no item yet: given its doc now (the index holds the NULLs
 	// first, so a file with none reads one entry).
-	if _, err := tx.ExecContext(ctx, `UPDATE tracker_history SET doc = (SELECT doc FROM tracker_items WHERE id = tracker_history.item) WHERE doc IS NULL`); err != nil && !noTable(err) {
-		return out, err
+	if history {
+		if _, err := tx.ExecContext(ctx, `UPDATE tracker_history SET doc = (SELECT doc FROM tracker_items WHERE id = tracker_history.item) WHERE doc IS NULL`); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }
@@ -63,9 +67,6 @@ func tableDDL(ctx context.Context, tx *sql.Tx, table string) (string, error) {
 	}
 	return ddl, err
 }
-
-// noTable says err is SQLite's for a table the file does not hold.
-func noTable(err error) bool { return strings.Contains(err.Error(), "no such table") }
 
 // columnsOf is the table's columns as a quoted list, in their order: the
 // older table's columns are copied by name, so a column a later build
